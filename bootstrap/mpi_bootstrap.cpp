@@ -1,0 +1,175 @@
+#include "bootstrap/mpi_bootstrap.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace tmashmem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void finalize_mpi_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+class MpiBootstrap final : public Bootstrap {
+ public:
+  MpiBootstrap(MPI_Comm comm, int timeout_ms) : comm_(comm), timeout_ms_(timeout_ms) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiBootstrap() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  const char* name() const override { return "mpi"; }
+
+  tmashmem_status_t allgather(const void* mine, void* out, size_t bytes) override {
+    int tag = next_tag();
+    if (bytes) std::memmove(static_cast<char*>(out) + bytes * static_cast<size_t>(rank_), mine, bytes);
+    if (size_ == 1 || bytes == 0) return bytes == 0 ? barrier() : TMASHMEM_SUCCESS;
+    std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    std::vector<MPI_Request> sends(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      TMASHMEM_TRY(check(MPI_Irecv(static_cast<char*>(out) + bytes * static_cast<size_t>(r),
+                                   static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
+                                   &recvs[static_cast<size_t>(r)]), "MPI_Irecv"));
+      TMASHMEM_TRY(check(MPI_Isend(mine, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
+                                   &sends[static_cast<size_t>(r)]), "MPI_Isend"));
+    }
+    return wait_all(recvs, sends, "allgather");
+  }
+
+  tmashmem_status_t broadcast(void* data, size_t bytes, int root) override {
+    if (root < 0 || root >= size_)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "broadcast root %d out of range [0, %d)", root,
+                       size_);
+    int tag = next_tag();
+    std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    std::vector<MPI_Request> sends(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    if (rank_ == root) {
+      for (int r = 0; r < size_; ++r)
+        if (r != root)
+          TMASHMEM_TRY(check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
+                                       &sends[static_cast<size_t>(r)]), "MPI_Isend"));
+    } else {
+      TMASHMEM_TRY(check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, root, tag, comm_,
+                                   &recvs[static_cast<size_t>(root)]), "MPI_Irecv"));
+    }
+    return wait_all(recvs, sends, "broadcast");
+  }
+
+  tmashmem_status_t barrier() override {
+    char token = 1;
+    std::vector<char> all(static_cast<size_t>(size_));
+    return allgather(&token, all.data(), 1);
+  }
+
+ private:
+  int next_tag() { return static_cast<int>(sequence_++ % 32000u); }
+
+  tmashmem_status_t check(int rc, const char* call) {
+    if (rc == MPI_SUCCESS) return TMASHMEM_SUCCESS;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    return set_error(TMASHMEM_ERROR_BOOTSTRAP, "%s failed in the MPI bootstrap: %s", call, text);
+  }
+
+  // Polls until every request completes or the deadline passes; on timeout names
+  // the PEs whose messages never arrived.
+  tmashmem_status_t wait_all(std::vector<MPI_Request>& recvs, std::vector<MPI_Request>& sends,
+                             const char* what) {
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+    int spins = 0;
+    for (;;) {
+      int recv_done = 0, send_done = 0;
+      TMASHMEM_TRY(check(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &recv_done,
+                                     MPI_STATUSES_IGNORE), "MPI_Testall"));
+      TMASHMEM_TRY(check(MPI_Testall(static_cast<int>(sends.size()), sends.data(), &send_done,
+                                     MPI_STATUSES_IGNORE), "MPI_Testall"));
+      if (recv_done && send_done) return TMASHMEM_SUCCESS;
+      if (Clock::now() > deadline) break;
+      if (++spins > 1000) usleep(50);
+    }
+    std::string missing;
+    for (size_t r = 0; r < recvs.size(); ++r)
+      if (recvs[r] != MPI_REQUEST_NULL) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    for (auto& req : recvs)
+      if (req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+      }
+    for (auto& req : sends)
+      if (req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+      }
+    return set_error(TMASHMEM_ERROR_TIMEOUT,
+                     "bootstrap %s timed out after %d ms waiting for PE(s) %s; a PE died or "
+                     "did not make the same collective call (raise "
+                     "TMASHMEM_BOOTSTRAP_TIMEOUT_MS if it is only slow)",
+                     what, timeout_ms_, missing.empty() ? "(sends pending)" : missing.c_str());
+  }
+
+  MPI_Comm comm_;
+  int timeout_ms_;
+  unsigned sequence_ = 0;
+};
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : 0;
+}
+
+}  // namespace
+
+bool mpi_launch_detected() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return true;
+  return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 ||
+         env_int("PMIX_SIZE") > 1 || env_int("MPI_LOCALNRANKS") > 1;
+}
+
+tmashmem_status_t make_mpi_bootstrap(const void* comm, int timeout_ms,
+                                     std::unique_ptr<Bootstrap>* out) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return set_error(TMASHMEM_ERROR_BOOTSTRAP,
+                     "MPI was already finalised: call tmashmem_finalize before MPI_Finalize");
+  if (!initialized) {
+    if (comm)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "an MPI communicator was given but MPI is not initialised: call MPI_Init first");
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      return set_error(TMASHMEM_ERROR_BOOTSTRAP, "MPI_Init_thread failed in the MPI bootstrap");
+    std::atexit(finalize_mpi_at_exit);
+  }
+  MPI_Comm base = comm ? *static_cast<const MPI_Comm*>(comm) : MPI_COMM_WORLD;
+  if (base == MPI_COMM_NULL)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "the MPI communicator given is MPI_COMM_NULL");
+  MPI_Comm dup;
+  if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS)
+    return set_error(TMASHMEM_ERROR_BOOTSTRAP, "MPI_Comm_dup failed in the MPI bootstrap");
+  *out = std::make_unique<MpiBootstrap>(dup, timeout_ms);
+  return TMASHMEM_SUCCESS;
+}
+
+}  // namespace tmashmem

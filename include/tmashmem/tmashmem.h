@@ -1,0 +1,121 @@
+/* tmashmem host API.
+ *
+ * Every call returns a status or, for calls that return a pointer, NULL on error.
+ * On error, tmashmem_last_error() returns a message for the calling thread that
+ * names the rank, the offending value and what to change.
+ *
+ * Calls marked COLLECTIVE must be made by every PE, in the same order, with the same
+ * arguments; the arguments are all-gathered and checked, and a mismatch is an error
+ * on every PE (TMASHMEM_ERROR_SYMMETRY) that names the PEs and the values. */
+#ifndef TMASHMEM_TMASHMEM_H
+#define TMASHMEM_TMASHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tmashmem/ctx.h"
+
+#define TMASHMEM_VERSION_MAJOR 0
+#define TMASHMEM_VERSION_MINOR 1
+#define TMASHMEM_VERSION_PATCH 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tmashmem_status {
+  TMASHMEM_SUCCESS = 0,
+  TMASHMEM_ERROR_INVALID_VALUE = 1,   /* a bad argument; the message names it */
+  TMASHMEM_ERROR_NOT_INITIALIZED = 2, /* call before tmashmem_init or after finalize */
+  TMASHMEM_ERROR_ALREADY_INITIALIZED = 3,
+  TMASHMEM_ERROR_NO_DRIVER = 4,       /* libcuda.so.1 missing or too old */
+  TMASHMEM_ERROR_NO_DEVICE = 5,       /* the driver reports no usable CUDA device */
+  TMASHMEM_ERROR_CUDA = 6,            /* a CUDA driver call failed; the message names it */
+  TMASHMEM_ERROR_OUT_OF_MEMORY = 7,   /* heap window or device memory exhausted */
+  TMASHMEM_ERROR_SYMMETRY = 8,        /* PEs disagreed on a collective call's arguments */
+  TMASHMEM_ERROR_BOOTSTRAP = 9,       /* the bootstrap (MPI, ...) failed */
+  TMASHMEM_ERROR_TIMEOUT = 10,        /* a bounded wait expired; the message names who is missing */
+  TMASHMEM_ERROR_NOT_SUPPORTED = 11,  /* the platform or build lacks a feature */
+  TMASHMEM_ERROR_SYSTEM = 12,         /* an operating-system call failed (errno in the message) */
+  TMASHMEM_ERROR_INTERNAL = 13
+} tmashmem_status_t;
+
+typedef enum tmashmem_bootstrap_kind {
+  TMASHMEM_BOOTSTRAP_AUTO = 0,   /* MPI if initialised or launched by mpirun, else single */
+  TMASHMEM_BOOTSTRAP_MPI = 1,
+  TMASHMEM_BOOTSTRAP_SINGLE = 2
+} tmashmem_bootstrap_kind_t;
+
+typedef enum tmashmem_handle_type {
+  TMASHMEM_HANDLE_AUTO = 0,     /* fabric where exporting one works, else POSIX fd */
+  TMASHMEM_HANDLE_POSIX_FD = 1,
+  TMASHMEM_HANDLE_FABRIC = 2
+} tmashmem_handle_type_t;
+
+#define TMASHMEM_INIT_ATTR_VERSION 1u
+
+/* Overrides for tmashmem_init_attr. Zero (or AUTO) in a field means "take the
+ * TMASHMEM_* environment variable, else the default". Fill with
+ * tmashmem_init_attr_set_defaults() first. */
+typedef struct tmashmem_init_attributes {
+  uint32_t version;                    /* TMASHMEM_INIT_ATTR_VERSION */
+  tmashmem_bootstrap_kind_t bootstrap;
+  const void* mpi_comm;                /* pointer to an MPI_Comm; NULL = MPI_COMM_WORLD */
+  size_t heap_max;                     /* bytes of heap window per PE */
+  size_t chunk_size;                   /* bytes of physical memory created per growth step */
+  tmashmem_handle_type_t handle_type;
+  int32_t bootstrap_timeout_ms;        /* bound on every blocking bootstrap call */
+  int32_t debug;                       /* 0 quiet, 1 info, 2 trace */
+  uint64_t reserved[4];
+} tmashmem_init_attr_t;
+
+void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
+
+/* COLLECTIVE. Start the runtime on the current CUDA device (or, with none chosen,
+ * node-local rank modulo the device count). */
+tmashmem_status_t tmashmem_init(void);
+tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr);
+/* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards. */
+tmashmem_status_t tmashmem_finalize(void);
+int tmashmem_initialized(void);
+
+int tmashmem_my_pe(void);  /* -1 before init */
+int tmashmem_n_pes(void);  /* -1 before init */
+int tmashmem_local_pe(void);     /* rank among the PEs on this node */
+int tmashmem_n_local_pes(void);
+int tmashmem_device(void);       /* CUDA device ordinal in use, -1 before init */
+
+/* COLLECTIVE. Symmetric allocations: the same offset on every PE. Return NULL on
+ * error (see tmashmem_last_error) and for size 0 (not an error). Memory is device
+ * memory of this PE's GPU, 256-byte aligned unless a larger alignment is asked. */
+void* tmashmem_malloc(size_t size);
+void* tmashmem_calloc(size_t count, size_t size);
+void* tmashmem_align(size_t alignment, size_t size);
+/* COLLECTIVE. NULL is a no-op; a pointer not returned by malloc is an error. */
+tmashmem_status_t tmashmem_free(void* ptr);
+
+/* Address of `ptr`'s symmetric counterpart on `pe`, usable by loads and stores of
+ * this PE's GPU; NULL if `pe` is not reachable by load/store or `ptr` is outside
+ * the heap. Not collective; thread-safe. */
+void* tmashmem_ptr(const void* ptr, int pe);
+
+/* COLLECTIVE, host-side: all PEs reach it before any leaves (no device ordering). */
+tmashmem_status_t tmashmem_barrier_all(void);
+
+/* This PE's signal pad (TMASHMEM_SIGNAL_PAD_BYTES, symmetric), reserved for the
+ * library's device barriers and on-stream signals. */
+void* tmashmem_signal_pad(void);
+
+/* Fill the POD that kernels take by value (see tmashmem/ctx.h). Refresh it after
+ * a malloc that grew the heap (heap_size changes; addresses never move). */
+tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx);
+
+const char* tmashmem_error_string(tmashmem_status_t status);
+/* The calling thread's last error message ("" if none). Valid until the next call. */
+const char* tmashmem_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TMASHMEM_TMASHMEM_H */

@@ -1,0 +1,105 @@
+// The small queries of the C API: who am I, errors, barrier, device context.
+#include <cstring>
+
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+
+using namespace tmashmem;
+
+extern "C" {
+
+int tmashmem_initialized(void) { return runtime().initialized ? 1 : 0; }
+
+int tmashmem_my_pe(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.bootstrap->rank() : -1;
+}
+
+int tmashmem_n_pes(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.bootstrap->size() : -1;
+}
+
+int tmashmem_local_pe(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.my_slot : -1;
+}
+
+int tmashmem_n_local_pes(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.n_local_pes : -1;
+}
+
+int tmashmem_device(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.device_ordinal : -1;
+}
+
+tmashmem_status_t tmashmem_barrier_all(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  TMASHMEM_TRY(require_initialized("tmashmem_barrier_all"));
+  // Work this PE queued before the barrier is complete (and so visible to peers)
+  // before any PE leaves it.
+  TMASHMEM_CU(cuCtxSynchronize());
+  return rt.bootstrap->barrier();
+}
+
+void* tmashmem_signal_pad(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? rt.signal_pad : nullptr;
+}
+
+tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  TMASHMEM_TRY(require_initialized("tmashmem_device_ctx"));
+  if (!ctx) return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_device_ctx(NULL): pass a tmashmem_ctx_t to fill");
+  std::memset(ctx, 0, sizeof *ctx);
+  ctx->version = TMASHMEM_CTX_VERSION;
+  ctx->my_pe = rt.bootstrap->rank();
+  ctx->n_pes = rt.bootstrap->size();
+  ctx->first_local_pe = rt.first_local_pe;
+  ctx->n_local_pes = rt.n_local_pes;
+  uint64_t mask = 0;
+  for (int s = 0; s < rt.n_local_pes; ++s)
+    if (rt.reachable[static_cast<size_t>(s)]) mask |= uint64_t(1) << s;
+  ctx->reachable_lo = static_cast<uint32_t>(mask);
+  ctx->reachable_hi = static_cast<uint32_t>(mask >> 32);
+  ctx->heap_base = rt.heap.my_base();
+  ctx->peer_stride = rt.heap.stride();
+  ctx->heap_size = rt.heap.backed_bytes();
+  ctx->signal_pad = reinterpret_cast<uint64_t>(rt.signal_pad);
+  return TMASHMEM_SUCCESS;
+}
+
+const char* tmashmem_error_string(tmashmem_status_t status) {
+  switch (status) {
+    case TMASHMEM_SUCCESS: return "success";
+    case TMASHMEM_ERROR_INVALID_VALUE: return "invalid value";
+    case TMASHMEM_ERROR_NOT_INITIALIZED: return "not initialized";
+    case TMASHMEM_ERROR_ALREADY_INITIALIZED: return "already initialized";
+    case TMASHMEM_ERROR_NO_DRIVER: return "no CUDA driver";
+    case TMASHMEM_ERROR_NO_DEVICE: return "no CUDA device";
+    case TMASHMEM_ERROR_CUDA: return "CUDA driver error";
+    case TMASHMEM_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case TMASHMEM_ERROR_SYMMETRY: return "collective arguments differ between PEs";
+    case TMASHMEM_ERROR_BOOTSTRAP: return "bootstrap error";
+    case TMASHMEM_ERROR_TIMEOUT: return "timeout";
+    case TMASHMEM_ERROR_NOT_SUPPORTED: return "not supported";
+    case TMASHMEM_ERROR_SYSTEM: return "operating-system error";
+    case TMASHMEM_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown tmashmem status";
+}
+
+const char* tmashmem_last_error(void) { return last_error().c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,113 @@
+#include "runtime/driver.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "runtime/error.h"
+
+namespace tmashmem {
+namespace {
+
+DriverApi g_libcuda;
+const DriverApi* g_installed = nullptr;
+std::once_flag g_load_once;
+tmashmem_status_t g_load_status = TMASHMEM_ERROR_NO_DRIVER;
+std::string g_load_message;
+
+// cuGetProcAddress as the driver exports it since CUDA 12.0.
+using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult*);
+// And before (11.3 .. 12.x keep it exported too).
+using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
+
+void load_libcuda() {
+  // RTLD_NOLOAD first: reuse the copy the CUDA runtime may already have opened.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    const char* why = dlerror();
+    g_load_message = format_string(
+        "no CUDA driver: dlopen(\"libcuda.so.1\") failed (%s). Install the NVIDIA driver, or add "
+        "its folder to LD_LIBRARY_PATH",
+        why ? why : "unknown reason");
+    g_load_status = TMASHMEM_ERROR_NO_DRIVER;
+    return;
+  }
+  auto v2 = reinterpret_cast<GetProcAddressV2>(dlsym(lib, "cuGetProcAddress_v2"));
+  auto v1 = reinterpret_cast<GetProcAddressV1>(dlsym(lib, "cuGetProcAddress"));
+  if (!v2 && !v1) {
+    g_load_message =
+        "the CUDA driver is too old: libcuda.so.1 has no cuGetProcAddress (need driver >= 525, "
+        "CUDA 12.0)";
+    g_load_status = TMASHMEM_ERROR_NO_DRIVER;
+    return;
+  }
+  auto resolve = [&](const char* name, void** slot) -> bool {
+    CUresult r;
+    if (v2) {
+      CUdriverProcAddressQueryResult found;
+      r = v2(name, slot, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+      if (r == CUDA_SUCCESS && found != CU_GET_PROC_ADDRESS_SUCCESS) r = CUDA_ERROR_NOT_FOUND;
+    } else {
+      r = v1(name, slot, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT);
+    }
+    return r == CUDA_SUCCESS && *slot != nullptr;
+  };
+#define TMASHMEM_RESOLVE(name, ...)                                                          \
+  if (!resolve(#name, reinterpret_cast<void**>(&g_libcuda.name))) {                          \
+    g_load_message = format_string(                                                          \
+        "the CUDA driver lacks %s at ABI version %d: update the NVIDIA driver (need >= 525)", \
+        #name, kDriverAbiVersion);                                                           \
+    g_load_status = TMASHMEM_ERROR_NO_DRIVER;                                                \
+    return;                                                                                  \
+  }
+  TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_RESOLVE)
+#undef TMASHMEM_RESOLVE
+  g_libcuda.origin = "libcuda.so.1";
+  CUresult r = g_libcuda.cuInit(0);
+  if (r == CUDA_ERROR_NO_DEVICE) {
+    g_load_message = "no CUDA device: the driver is loaded but reports no device (check "
+                     "CUDA_VISIBLE_DEVICES and nvidia-smi)";
+    g_load_status = TMASHMEM_ERROR_NO_DEVICE;
+    return;
+  }
+  if (r != CUDA_SUCCESS) {
+    const char* name = "?";
+    g_libcuda.cuGetErrorName(r, &name);
+    g_load_message = format_string("cuInit(0) failed: %s (%d); is the NVIDIA driver working "
+                                   "(nvidia-smi)?", name, static_cast<int>(r));
+    g_load_status = TMASHMEM_ERROR_NO_DRIVER;
+    return;
+  }
+  g_load_status = TMASHMEM_SUCCESS;
+}
+
+}  // namespace
+
+const DriverApi& driver() { return g_installed ? *g_installed : g_libcuda; }
+
+tmashmem_status_t load_driver() {
+  if (g_installed) {
+    CUresult r = g_installed->cuInit(0);
+    if (r != CUDA_SUCCESS) return cuda_error(r, "cuInit(0)", __FILE__, __LINE__);
+    return TMASHMEM_SUCCESS;
+  }
+  std::call_once(g_load_once, load_libcuda);
+  if (g_load_status != TMASHMEM_SUCCESS) return set_error(g_load_status, "%s", g_load_message.c_str());
+  return TMASHMEM_SUCCESS;
+}
+
+void install_driver(const DriverApi* api) { g_installed = api; }
+
+tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line) {
+  const char* name = "?";
+  const char* text = "?";
+  if (driver().cuGetErrorName) driver().cuGetErrorName(result, &name);
+  if (driver().cuGetErrorString) driver().cuGetErrorString(result, &text);
+  tmashmem_status_t status =
+      result == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA;
+  return set_error(status, "%s failed: %s (%s) at %s:%d", call, name, text, file, line);
+}
+
+}  // namespace tmashmem

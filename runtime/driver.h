@@ -1,0 +1,101 @@
+// The CUDA driver, loaded at run time into one table of function pointers.
+//
+// The library never links libcuda: load_driver() dlopens libcuda.so.1 and resolves
+// every entry point through cuGetProcAddress at a fixed ABI version, so a machine
+// without a driver gets TMASHMEM_ERROR_NO_DRIVER instead of a loader failure.
+// Tests install a CPU emulation of the same table with install_driver().
+#pragma once
+
+#include <cuda.h>
+
+#include "tmashmem/tmashmem.h"
+
+namespace tmashmem {
+
+// X(name, signature...): every driver entry point the runtime uses; X must be a
+// variadic macro `X(name, ...)` because signatures contain commas. The ABI version
+// each is resolved at is kDriverAbiVersion (CUDA 12.0 signatures).
+#define TMASHMEM_DRIVER_FUNCTIONS(X)                                                         \
+  X(cuInit, CUresult (*)(unsigned int))                                                      \
+  X(cuDriverGetVersion, CUresult (*)(int*))                                                  \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                    \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                                  \
+  X(cuDeviceGetCount, CUresult (*)(int*))                                                    \
+  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                               \
+  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                     \
+  X(cuDeviceGetUuid, CUresult (*)(CUuuid*, CUdevice))                                        \
+  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))                  \
+  X(cuDeviceTotalMem, CUresult (*)(size_t*, CUdevice))                                       \
+  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                           \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                            \
+  X(cuDevicePrimaryCtxRelease, CUresult (*)(CUdevice))                                       \
+  X(cuCtxGetCurrent, CUresult (*)(CUcontext*))                                               \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                \
+  X(cuCtxGetDevice, CUresult (*)(CUdevice*))                                                 \
+  X(cuCtxSynchronize, CUresult (*)(void))                                                    \
+  X(cuMemGetInfo, CUresult (*)(size_t*, size_t*))                                            \
+  X(cuMemAlloc, CUresult (*)(CUdeviceptr*, size_t))                                          \
+  X(cuMemFree, CUresult (*)(CUdeviceptr))                                                    \
+  X(cuMemcpyHtoD, CUresult (*)(CUdeviceptr, const void*, size_t))                            \
+  X(cuMemcpyDtoH, CUresult (*)(void*, CUdeviceptr, size_t))                                  \
+  X(cuMemsetD8, CUresult (*)(CUdeviceptr, unsigned char, size_t))                            \
+  X(cuMemGetAllocationGranularity,                                                           \
+    CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))     \
+  X(cuMemCreate,                                                                             \
+    CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,          \
+                 unsigned long long))                                                        \
+  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                \
+  X(cuMemExportToShareableHandle,                                                            \
+    CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,             \
+                 unsigned long long))                                                        \
+  X(cuMemImportFromShareableHandle,                                                          \
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))           \
+  X(cuMemAddressReserve,                                                                     \
+    CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))             \
+  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                     \
+  X(cuMemMap,                                                                                \
+    CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,                  \
+                 unsigned long long))                                                        \
+  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                           \
+  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))      \
+  X(cuTensorMapEncodeTiled,                                                                  \
+    CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,    \
+                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,                    \
+                 CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,          \
+                 CUtensorMapFloatOOBfill))
+
+constexpr int kDriverAbiVersion = 12000;
+
+template <typename T>
+using DriverFn = T;  // lets a parenthesised function-pointer type precede a member name
+
+struct DriverApi {
+#define TMASHMEM_DRIVER_MEMBER(name, ...) DriverFn<__VA_ARGS__> name = nullptr;
+  TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_DRIVER_MEMBER)
+#undef TMASHMEM_DRIVER_MEMBER
+  const char* origin = "";  // "libcuda.so.1" or the name of an installed emulation
+};
+
+// The table in use. Valid after a successful load_driver() (or install_driver()).
+const DriverApi& driver();
+
+// Loads libcuda.so.1 once (thread-safe) unless a table was installed. Calls cuInit.
+tmashmem_status_t load_driver();
+
+// Replace the table (tests: the CPU emulation). Pass nullptr to go back to libcuda.
+// Not thread-safe; call before tmashmem_init.
+void install_driver(const DriverApi* api);
+
+// Turns a failed driver call into the thread's error: "<call> failed: <name> (<text>)".
+tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line);
+
+}  // namespace tmashmem
+
+// Calls a driver entry point through the table; on failure records the error and
+// returns TMASHMEM_ERROR_CUDA (or OUT_OF_MEMORY) from the enclosing function.
+#define TMASHMEM_CU(call)                                                              \
+  do {                                                                                 \
+    CUresult tmashmem_cu_result_ = ::tmashmem::driver().call;                           \
+    if (tmashmem_cu_result_ != CUDA_SUCCESS)                                            \
+      return ::tmashmem::cuda_error(tmashmem_cu_result_, #call, __FILE__, __LINE__);   \
+  } while (0)

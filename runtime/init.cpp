@@ -1,0 +1,351 @@
+// tmashmem_init / tmashmem_finalize: bootstrap, driver, device, peers, heap.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+
+namespace tmashmem {
+namespace {
+
+// What every PE publishes about itself during init.
+struct PeInfo {
+  CUuuid uuid;
+  int32_t ordinal;
+  int32_t vmm;
+  int32_t posix_fd;
+  int32_t fabric;
+  int32_t fabric_export_ok;
+  int32_t pid;
+  uint64_t reach_mask;  // bit s: this PE's GPU can load/store local slot s's GPU
+};
+
+struct Verdict {
+  int32_t status;
+  char message[508];
+};
+
+// COLLECTIVE: every PE learns whether any PE failed a step, with that PE's message.
+tmashmem_status_t agree(tmashmem_status_t mine, const char* step) {
+  Bootstrap& bs = *runtime().bootstrap;
+  Verdict v;
+  std::memset(&v, 0, sizeof v);
+  v.status = mine;
+  std::string saved = last_error();
+  if (mine != TMASHMEM_SUCCESS) std::snprintf(v.message, sizeof v.message, "%s", saved.c_str());
+  std::vector<Verdict> all(static_cast<size_t>(bs.size()));
+  TMASHMEM_TRY(bs.allgather(&v, all.data(), sizeof v));
+  if (mine != TMASHMEM_SUCCESS) return restore_error(mine, saved);
+  for (int pe = 0; pe < bs.size(); ++pe) {
+    const Verdict& other = all[static_cast<size_t>(pe)];
+    if (other.status != TMASHMEM_SUCCESS)
+      return set_error(static_cast<tmashmem_status_t>(other.status),
+                       "tmashmem_init failed on PE %d while %s: %s", pe, step, other.message);
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+uint64_t random_job_id() {
+  uint64_t id = 0;
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (::read(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = 0;
+    ::close(fd);
+  }
+  if (id == 0)
+    id = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         (static_cast<uint64_t>(getpid()) << 32);
+  return id;
+}
+
+tmashmem_status_t select_device(Runtime& rt) {
+  CUcontext current = nullptr;
+  TMASHMEM_CU(cuCtxGetCurrent(&current));
+  int count = 0;
+  TMASHMEM_CU(cuDeviceGetCount(&count));
+  if (count <= 0)
+    return set_error(TMASHMEM_ERROR_NO_DEVICE,
+                     "no CUDA device: the driver reports 0 devices (check CUDA_VISIBLE_DEVICES)");
+  if (current) {
+    TMASHMEM_CU(cuCtxGetDevice(&rt.device));
+    rt.context = current;
+  } else {
+    // None chosen yet: spread the node's PEs over its devices.
+    int ordinal = rt.bootstrap->local_rank() % count;
+    TMASHMEM_CU(cuDeviceGet(&rt.device, ordinal));
+    TMASHMEM_CU(cuDevicePrimaryCtxRetain(&rt.context, rt.device));
+    rt.retained_primary = true;
+    TMASHMEM_CU(cuCtxSetCurrent(rt.context));
+    rt.set_current = true;
+  }
+  rt.device_ordinal = static_cast<int>(rt.device);
+  int vmm = 0;
+  TMASHMEM_CU(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                   rt.device));
+  if (!vmm)
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                     "CUDA device %d does not support virtual memory management (cuMemCreate), "
+                     "which the symmetric heap needs",
+                     rt.device_ordinal);
+  return TMASHMEM_SUCCESS;
+}
+
+// Whether this process can export a fabric handle (needs driver, IMEX where multi-node).
+bool probe_fabric_export(const Runtime& rt) {
+  CUmemAllocationProp prop;
+  std::memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = rt.device_ordinal;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  size_t granularity = 0;
+  if (driver().cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+          CUDA_SUCCESS || granularity == 0)
+    return false;
+  CUmemGenericAllocationHandle handle = 0;
+  if (driver().cuMemCreate(&handle, granularity, &prop, 0) != CUDA_SUCCESS) return false;
+  CUmemFabricHandle fabric;
+  bool ok = driver().cuMemExportToShareableHandle(&fabric, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
+            CUDA_SUCCESS;
+  driver().cuMemRelease(handle);
+  return ok;
+}
+
+tmashmem_status_t describe_self(Runtime& rt, PeInfo* info) {
+  std::memset(info, 0, sizeof *info);
+  TMASHMEM_CU(cuDeviceGetUuid(&info->uuid, rt.device));
+  info->ordinal = rt.device_ordinal;
+  TMASHMEM_CU(cuDeviceGetAttribute(&info->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, rt.device));
+  TMASHMEM_CU(cuDeviceGetAttribute(&info->posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, rt.device));
+  TMASHMEM_CU(cuDeviceGetAttribute(&info->fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, rt.device));
+  bool want_fabric = rt.config.handle_type != TMASHMEM_HANDLE_POSIX_FD;
+  info->fabric_export_ok = want_fabric && info->fabric && probe_fabric_export(rt) ? 1 : 0;
+  info->pid = static_cast<int32_t>(getpid());
+  return TMASHMEM_SUCCESS;
+}
+
+// This PE's row of the node's reachability matrix: can my GPU load/store slot s's GPU?
+tmashmem_status_t reach_row(Runtime& rt, const std::vector<PeInfo>& all, uint64_t* row) {
+  *row = 0;
+  int count = 0;
+  TMASHMEM_CU(cuDeviceGetCount(&count));
+  for (int s = 0; s < rt.n_local_pes; ++s) {
+    const PeInfo& peer = all[static_cast<size_t>(rt.first_local_pe + s)];
+    if (std::memcmp(&peer.uuid, &all[static_cast<size_t>(rt.bootstrap->rank())].uuid, sizeof(CUuuid)) == 0) {
+      *row |= uint64_t(1) << s;  // same GPU
+      continue;
+    }
+    for (int d = 0; d < count; ++d) {  // find the peer's GPU among the ones this process sees
+      CUdevice dev = 0;
+      CUuuid uuid;
+      TMASHMEM_CU(cuDeviceGet(&dev, d));
+      TMASHMEM_CU(cuDeviceGetUuid(&uuid, dev));
+      if (std::memcmp(&uuid, &peer.uuid, sizeof uuid) != 0) continue;
+      int can = 0;
+      TMASHMEM_CU(cuDeviceCanAccessPeer(&can, rt.device, dev));
+      if (can) *row |= uint64_t(1) << s;
+      break;
+    }
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all) {
+  bool all_fabric = true, all_posix = true;
+  int no_fabric = -1, no_posix = -1;
+  for (int s = 0; s < rt.n_local_pes; ++s) {
+    const PeInfo& p = all[static_cast<size_t>(rt.first_local_pe + s)];
+    if (!p.fabric_export_ok && all_fabric) { all_fabric = false; no_fabric = rt.first_local_pe + s; }
+    if (!p.posix_fd && all_posix) { all_posix = false; no_posix = rt.first_local_pe + s; }
+  }
+  switch (rt.config.handle_type) {
+    case TMASHMEM_HANDLE_FABRIC:
+      if (!all_fabric)
+        return set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                         "TMASHMEM_HANDLE_TYPE=fabric but PE %d cannot export a fabric handle (no "
+                         "fabric support or no IMEX channel); use auto or posix_fd",
+                         no_fabric);
+      rt.handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+      return TMASHMEM_SUCCESS;
+    case TMASHMEM_HANDLE_POSIX_FD:
+    case TMASHMEM_HANDLE_AUTO:
+      if (rt.config.handle_type == TMASHMEM_HANDLE_AUTO && all_fabric) {
+        rt.handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+        return TMASHMEM_SUCCESS;
+      }
+      if (!all_posix)
+        return set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                         "the GPU of PE %d supports neither POSIX fd nor (exportable) fabric memory "
+                         "handles, so the symmetric heap cannot be shared",
+                         no_posix);
+      rt.handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+      return TMASHMEM_SUCCESS;
+  }
+  return set_error(TMASHMEM_ERROR_INTERNAL, "unknown handle type");
+}
+
+void teardown(Runtime& rt) {
+  if (rt.context) driver().cuCtxSynchronize();
+  rt.heap.destroy();
+  rt.allocator.reset(0);
+  rt.channel.close();
+  rt.signal_pad = nullptr;
+  if (rt.set_current) driver().cuCtxSetCurrent(nullptr);
+  if (rt.retained_primary) driver().cuDevicePrimaryCtxRelease(rt.device);
+  rt.set_current = rt.retained_primary = false;
+  rt.context = nullptr;
+  rt.device_ordinal = -1;
+  rt.bootstrap.reset();
+  rt.initialized = false;
+  set_error_rank(-1);
+}
+
+tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
+  TMASHMEM_TRY(load_config(attr, &rt.config));
+  TMASHMEM_TRY(create_bootstrap(rt.config, &rt.bootstrap));
+  Bootstrap& bs = *rt.bootstrap;
+  set_error_rank(bs.rank());
+
+  // Each step is agreed, so a failure on one PE is an error on all, never a hang.
+  tmashmem_status_t st = load_driver();
+  if (st == TMASHMEM_SUCCESS) st = select_device(rt);
+  TMASHMEM_TRY(agree(st, "opening the CUDA driver and device"));
+
+  rt.first_local_pe = bs.first_local_rank();
+  rt.n_local_pes = bs.local_size();
+  rt.my_slot = bs.local_rank();
+  st = TMASHMEM_SUCCESS;
+  if (!bs.local_ranks_contiguous() && bs.local_size() > 1)
+    st = set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                   "the PEs of this node are not numbered consecutively (first %d, %d PEs): launch "
+                   "with ranks placed by node, e.g. mpirun --map-by slot",
+                   bs.first_local_rank(), bs.local_size());
+  else if (bs.local_size() > 64)
+    st = set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                   "%d PEs on one node; this release supports at most 64", bs.local_size());
+  TMASHMEM_TRY(agree(st, "checking the node layout"));
+
+  PeInfo mine;
+  TMASHMEM_TRY(agree(describe_self(rt, &mine), "querying the device"));
+  std::vector<PeInfo> all(static_cast<size_t>(bs.size()));
+  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  TMASHMEM_TRY(agree(reach_row(rt, all, &mine.reach_mask), "checking peer access"));
+  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  // Reachable both ways, or not at all: each side maps only what the other shares.
+  rt.reachable.assign(static_cast<size_t>(rt.n_local_pes), false);
+  for (int s = 0; s < rt.n_local_pes; ++s) {
+    uint64_t theirs = all[static_cast<size_t>(rt.first_local_pe + s)].reach_mask;
+    rt.reachable[static_cast<size_t>(s)] =
+        ((mine.reach_mask >> s) & 1) && ((theirs >> rt.my_slot) & 1);
+  }
+  TMASHMEM_TRY(agree(choose_handle_type(rt, all), "choosing the memory handle type"));
+
+  rt.job_id = bs.rank() == 0 ? random_job_id() : 0;
+  TMASHMEM_TRY(bs.broadcast(&rt.job_id, sizeof rt.job_id, 0));
+  st = TMASHMEM_SUCCESS;
+  if (rt.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) st = rt.channel.open(rt.job_id, bs.rank());
+  TMASHMEM_TRY(agree(st, "opening the handle-exchange socket"));
+
+  HeapSetup setup;
+  setup.bootstrap = &bs;
+  setup.channel = &rt.channel;
+  setup.job_id = rt.job_id;
+  setup.device = rt.device;
+  setup.device_ordinal = rt.device_ordinal;
+  setup.handle_type = rt.handle_type;
+  setup.heap_max = rt.config.heap_max;
+  setup.chunk_size = rt.config.chunk_size;
+  setup.timeout_ms = rt.config.bootstrap_timeout_ms;
+  setup.debug = rt.config.debug;
+  setup.first_local_pe = rt.first_local_pe;
+  setup.my_slot = rt.my_slot;
+  setup.reachable = rt.reachable;
+  TMASHMEM_TRY(agree(rt.heap.create(setup), "reserving the heap window"));
+  rt.allocator.reset(rt.heap.max_bytes());
+  rt.initialized = true;  // the collective allocation below needs it
+
+  // The library's own symmetric region, zeroed on every PE before any PE uses it.
+  st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, 256, true, {},
+                       &rt.signal_pad);
+  if (st != TMASHMEM_SUCCESS) return st;
+
+  if (rt.config.debug >= 1) {
+    char name[128] = {0};
+    driver().cuDeviceGetName(name, sizeof name - 1, rt.device);
+    std::fprintf(stderr,
+                 "[tmashmem rank %d] init: bootstrap %s, %d PEs (%d on this node, slot %d), CUDA "
+                 "device %d (%s), handles %s, heap window %s per PE, chunk %s\n",
+                 bs.rank(), bs.name(), bs.size(), rt.n_local_pes, rt.my_slot, rt.device_ordinal,
+                 name, rt.handle_type == CU_MEM_HANDLE_TYPE_FABRIC ? "fabric" : "posix_fd",
+                 format_size(rt.heap.max_bytes()).c_str(), format_size(rt.config.chunk_size).c_str());
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+}  // namespace
+
+Runtime& runtime() {
+  static Runtime instance;
+  return instance;
+}
+
+tmashmem_status_t require_initialized(const char* call) {
+  if (runtime().initialized) return TMASHMEM_SUCCESS;
+  return set_error(TMASHMEM_ERROR_NOT_INITIALIZED,
+                   "%s called before tmashmem_init (or after tmashmem_finalize)", call);
+}
+
+}  // namespace tmashmem
+
+using namespace tmashmem;
+
+extern "C" {
+
+void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr) {
+  if (!attr) return;
+  std::memset(attr, 0, sizeof *attr);
+  attr->version = TMASHMEM_INIT_ATTR_VERSION;
+}
+
+tmashmem_status_t tmashmem_init(void) { return tmashmem_init_attr(nullptr); }
+
+tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  if (rt.initialized)
+    return set_error(TMASHMEM_ERROR_ALREADY_INITIALIZED,
+                     "tmashmem_init called twice: call tmashmem_finalize first");
+  clear_error();
+  tmashmem_status_t st = init_locked(rt, attr);
+  if (st != TMASHMEM_SUCCESS) {
+    std::string message = last_error();
+    teardown(rt);
+    return restore_error(st, message);
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_finalize(void) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  TMASHMEM_TRY(require_initialized("tmashmem_finalize"));
+  // No PE unmaps while another may still be reading or writing through its mappings.
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  CUresult r = driver().cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuCtxSynchronize", __FILE__, __LINE__);
+  tmashmem_status_t barrier = rt.bootstrap->barrier();
+  if (st == TMASHMEM_SUCCESS) st = barrier;
+  std::string message = last_error();
+  teardown(rt);
+  return st == TMASHMEM_SUCCESS ? TMASHMEM_SUCCESS : restore_error(st, message);
+}
+
+}  // extern "C"

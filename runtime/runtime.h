@@ -1,0 +1,74 @@
+// The runtime's process-wide state and the internal entry points the C API (and
+// tensors, on-stream ops) are built from.
+//
+// Locking: every public call that touches the state takes runtime().mutex; the
+// helpers below expect it held. Collective helpers must be called by every PE in
+// the same order.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "runtime/allocator.h"
+#include "runtime/config.h"
+#include "runtime/fd_channel.h"
+#include "runtime/heap.h"
+#include "tmashmem/tmashmem.h"
+
+namespace tmashmem {
+
+struct Runtime {
+  std::mutex mutex;
+  bool initialized = false;
+  Config config;
+  std::unique_ptr<Bootstrap> bootstrap;
+
+  CUdevice device = 0;
+  int device_ordinal = -1;
+  CUcontext context = nullptr;
+  bool retained_primary = false;  // we retained (and must release) the primary context
+  bool set_current = false;       // we made it current (and must unset it)
+
+  uint64_t job_id = 0;
+  CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  FdChannel channel;
+  SymmetricHeap heap;
+  OffsetAllocator allocator;
+  void* signal_pad = nullptr;
+
+  int first_local_pe = 0;
+  int n_local_pes = 1;
+  int my_slot = 0;
+  std::vector<bool> reachable;  // by local slot
+};
+
+Runtime& runtime();
+
+// TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised.
+tmashmem_status_t require_initialized(const char* call);
+
+// COLLECTIVE. All-gathers `call` and its named arguments; any difference between
+// PEs is TMASHMEM_ERROR_SYMMETRY on every PE, naming the PEs and the values.
+using NamedArg = std::pair<const char*, uint64_t>;
+tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args);
+
+// COLLECTIVE. The allocation path behind malloc/calloc/align and symmetric tensors:
+// checks symmetry, places the block, grows the heap on every PE if needed, zeroes
+// it when asked (then barriers, so no PE writes into a block still being zeroed).
+// `size` 0 gives *out = nullptr and success.
+tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignment, bool zero,
+                                  const std::vector<NamedArg>& extra_args, void** out);
+// COLLECTIVE. Frees a block from symmetric_alloc.
+tmashmem_status_t symmetric_free(const char* call, void* ptr);
+
+// Local slot of `pe` (or -1 when it is on another node).
+int local_slot(int pe);
+
+}  // namespace tmashmem

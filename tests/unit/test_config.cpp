@@ -1,0 +1,133 @@
+// Settings: size parsing, every variable's validation message, attr overrides,
+// and the multicast gate's kill switches.
+#include <cstdlib>
+#include <string>
+
+#include "common/catch.h"
+#include "runtime/config.h"
+#include "runtime/multicast_gate.h"
+
+using namespace tmashmem;
+
+namespace {
+struct EnvGuard {
+  explicit EnvGuard(const char* n, const char* v) : name(n) {
+    const char* old = std::getenv(n);
+    had = old != nullptr;
+    if (had) previous = old;
+    setenv(n, v, 1);
+  }
+  ~EnvGuard() {
+    if (had) setenv(name, previous.c_str(), 1);
+    else unsetenv(name);
+  }
+  const char* name;
+  bool had = false;
+  std::string previous;
+};
+}  // namespace
+
+TEST_CASE("config: sizes parse with binary units") {
+  size_t b = 0;
+  CHECK((parse_size("4096", &b) && b == 4096));
+  CHECK((parse_size("64M", &b) && b == (size_t(64) << 20)));
+  CHECK((parse_size("2g", &b) && b == (size_t(2) << 30)));
+  CHECK((parse_size("1GiB", &b) && b == (size_t(1) << 30)));
+  CHECK((parse_size("3KB", &b) && b == 3072));
+  CHECK((parse_size("1T", &b) && b == (size_t(1) << 40)));
+  CHECK_FALSE(parse_size("", &b));
+  CHECK_FALSE(parse_size("-1", &b));
+  CHECK_FALSE(parse_size("12Q", &b));
+  CHECK_FALSE(parse_size("G", &b));
+  CHECK_FALSE(parse_size("99999999999999999999", &b));
+  CHECK(format_size(size_t(32) << 30) == "32G");
+  CHECK(format_size(1000) == "1000");
+}
+
+TEST_CASE("config: defaults, environment and attr overrides") {
+  Config c;
+  REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
+  CHECK(c.heap_max == (size_t(32) << 30));
+  {
+    EnvGuard heap("TMASHMEM_HEAP_MAX", "3G");
+    EnvGuard chunk("TMASHMEM_CHUNK_SIZE", "64M");
+    EnvGuard boot("TMASHMEM_BOOTSTRAP", "single");
+    EnvGuard handle("TMASHMEM_HANDLE_TYPE", "posix_fd");
+    REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
+    CHECK(c.heap_max == (size_t(3) << 30));
+    CHECK(c.chunk_size == (size_t(64) << 20));
+    CHECK(c.bootstrap == TMASHMEM_BOOTSTRAP_SINGLE);
+    CHECK(c.handle_type == TMASHMEM_HANDLE_POSIX_FD);
+    tmashmem_init_attr_t attr;
+    tmashmem_init_attr_set_defaults(&attr);
+    attr.heap_max = size_t(5) << 30;
+    REQUIRE(load_config(&attr, &c) == TMASHMEM_SUCCESS);
+    CHECK(c.heap_max == (size_t(5) << 30));
+    CHECK(c.chunk_size == (size_t(64) << 20));  // untouched field keeps the environment's value
+  }
+}
+
+TEST_CASE("config: bad values name the variable, the value and the accepted forms") {
+  Config c;
+  {
+    EnvGuard g("TMASHMEM_HEAP_MAX", "lots");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+    std::string m = tmashmem_last_error();
+    CHECK(m.find("TMASHMEM_HEAP_MAX") != std::string::npos);
+    CHECK(m.find("lots") != std::string::npos);
+  }
+  {
+    EnvGuard g("TMASHMEM_HANDLE_TYPE", "carrier-pigeon");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+    std::string m = tmashmem_last_error();
+    CHECK(m.find("posix_fd") != std::string::npos);
+    CHECK(m.find("carrier-pigeon") != std::string::npos);
+  }
+  {
+    EnvGuard g("TMASHMEM_BOOTSTRAP_TIMEOUT_MS", "0");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+  }
+  {
+    EnvGuard g("TMASHMEM_MULTICAST", "maybe");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+  }
+  tmashmem_init_attr_t attr;
+  tmashmem_init_attr_set_defaults(&attr);
+  attr.version = 77;
+  CHECK(load_config(&attr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+  CHECK(std::string(tmashmem_last_error()).find("tmashmem_init_attr_set_defaults") != std::string::npos);
+}
+
+TEST_CASE("config: every setting has a default and a help line") {
+  for (const SettingInfo& s : settings()) {
+    CHECK(std::string(s.name).rfind("TMASHMEM_", 0) == 0);
+    CHECK(std::string(s.default_value).size() > 0);
+    CHECK(std::string(s.help).size() > 20);
+  }
+}
+
+TEST_CASE("multicast gate: kill switches and the user setting each turn it off") {
+  Config c;
+  std::string why;
+  unsetenv("NVSHMEM_DISABLE_NVLS");
+  unsetenv("NCCL_NVLS_ENABLE");
+  unsetenv("TORCH_SYMM_MEM_DISABLE_MULTICAST");
+  CHECK(multicast_allowed(c, true, &why));
+  CHECK_FALSE(multicast_allowed(c, false, &why));
+  {
+    EnvGuard g("NVSHMEM_DISABLE_NVLS", "1");
+    CHECK_FALSE(multicast_allowed(c, true, &why));
+    CHECK(why.find("NVSHMEM_DISABLE_NVLS") != std::string::npos);
+  }
+  {
+    EnvGuard g("NCCL_NVLS_ENABLE", "0");
+    CHECK_FALSE(multicast_allowed(c, true, &why));
+  }
+  {
+    EnvGuard g("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1");
+    CHECK_FALSE(multicast_allowed(c, true, &why));
+  }
+  c.multicast = "off";
+  CHECK_FALSE(multicast_allowed(c, true, &why));
+  CHECK(why.find("TMASHMEM_MULTICAST") != std::string::npos);
+}
