@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Everything the GPU machine is for, in one command: configure, build, run the GPU
+# tests under mpiexec with 1, 2 and 4 PEs, run the benchmarks (NVSHMEM beside
+# tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
+# short table last.
+#   tools/gpu-suite.sh [all|tests|bench] [ctest -R regex]
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WHAT=${1:-all}
+FILTER=${2:-}
+RESULTS=${RESULTS:-${OUT:-$ROOT/results}}
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
+mkdir -p "$RESULTS"
+# Multicast stays off, in this process and every child (GPU-MACHINE.md).
+export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+NVSHMEM_HOME=${TMASHMEM_NVSHMEM_HOME:-$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)}
+summary=()
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv 2>&1
+  nvcc --version | tail -1
+  echo "NVSHMEM: ${NVSHMEM_HOME:-not found}"
+} | tee "$RESULTS/machine.txt"
+
+t0=$(date +%s)
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTMASHMEM_WERROR=ON \
+  ${NVSHMEM_HOME:+-DTMASHMEM_NVSHMEM_HOME=$NVSHMEM_HOME} >"$RESULTS/configure.log" 2>&1 &&
+  cmake --build "$BUILD_DIR" -j "$(nproc)" >"$RESULTS/build.log" 2>&1
+rc=$?
+summary+=("build: rc=$rc ($(($(date +%s) - t0)) s)")
+if [ $rc -ne 0 ]; then
+  tail -60 "$RESULTS/build.log" "$RESULTS/configure.log"
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+[ -n "$NVSHMEM_HOME" ] && export LD_LIBRARY_PATH="$NVSHMEM_HOME/lib:${LD_LIBRARY_PATH:-}"
+
+"$BUILD_DIR/tools/tmashmem-info" -a >"$RESULTS/info.txt" 2>&1
+grep -E "multicast for tmashmem|^\s+\[" "$RESULTS/info.txt"
+
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+  t0=$(date +%s)
+  (cd "$BUILD_DIR" && ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
+  rc=$?
+  grep -E "passed, .* failed|tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sort | uniq -c | head -40
+  summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E 'tests passed' "$RESULTS/gpu-tests.log")")
+  (cd "$BUILD_DIR" && ctest -LE gpu -j 8 ${FILTER:+-R "$FILTER"}) >"$RESULTS/cpu-tests.log" 2>&1
+  summary+=("cpu tests: $(grep -E 'tests passed' "$RESULTS/cpu-tests.log")")
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+  : >"$RESULTS/init.csv"
+  for np in 1 2 4; do
+    for prog in bench_init bench_init_nvshmem; do
+      [ -x "$BUILD_DIR/tools/perf/$prog" ] || continue
+      NVSHMEM_SYMMETRIC_SIZE=2G mpirun --oversubscribe --bind-to none -np $np \
+        -x LD_LIBRARY_PATH -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_DISABLE_NVLS -x NCCL_NVLS_ENABLE \
+        -x TMASHMEM_MULTICAST -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
+        "$BUILD_DIR/tools/perf/$prog" 10 $((1 << 30)) >"$RESULTS/$prog.np$np.log" 2>&1
+      grep -E "^(tmashmem|nvshmem)," "$RESULTS/$prog.np$np.log" >>"$RESULTS/init.csv"
+      grep -E "FAILED|rror" "$RESULTS/$prog.np$np.log" | head -3
+    done
+  done
+  echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
+  cat "$RESULTS/init.csv"
+fi
+printf '%s\n' "${summary[@]}"
