@@ -8,7 +8,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHAT=${1:-all}
 FILTER=${2:-}
-RESULTS=${RESULTS:-${OUT:-$ROOT/results}}
+RESULTS=${RESULTS:-$ROOT/results}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 mkdir -p "$RESULTS"
 # Multicast stays off, in this process and every child (GPU-MACHINE.md).
@@ -66,4 +66,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
   cat "$RESULTS/init.csv"
 fi
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"
+# The device tool returns at most 8 files from $OUT: one archive of everything.
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+  tar czf "$OUT/results.tar.gz" -C "$RESULTS" .
+  cp "$RESULTS/summary.txt" "$OUT/"
+fi
