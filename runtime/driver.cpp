@@ -74,7 +74,7 @@ void load_libcuda() {
   }
   if (r != CUDA_SUCCESS) {
     const char* name = "?";
-    g_libcuda.cuGetErrorName(r, &name);
+    if (g_libcuda.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "?";
     g_load_message = format_string("cuInit(0) failed: %s (%d); is the NVIDIA driver working "
                                    "(nvidia-smi)?", name, static_cast<int>(r));
     g_load_status = TMASHMEM_ERROR_NO_DRIVER;
@@ -90,6 +90,11 @@ const DriverApi& driver() { return g_installed ? *g_installed : g_libcuda; }
 tmashmem_status_t load_driver() {
   if (g_installed) {
     CUresult r = g_installed->cuInit(0);
+    if (r == CUDA_ERROR_NO_DEVICE)
+      return set_error(TMASHMEM_ERROR_NO_DEVICE,
+                       "no CUDA device: cuInit(0) reports CUDA_ERROR_NO_DEVICE (%s); check "
+                       "CUDA_VISIBLE_DEVICES and nvidia-smi",
+                       g_installed->origin);
     if (r != CUDA_SUCCESS) return cuda_error(r, "cuInit(0)", __FILE__, __LINE__);
     return TMASHMEM_SUCCESS;
   }
@@ -101,10 +106,13 @@ tmashmem_status_t load_driver() {
 void install_driver(const DriverApi* api) { g_installed = api; }
 
 tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line) {
-  const char* name = "?";
-  const char* text = "?";
-  if (driver().cuGetErrorName) driver().cuGetErrorName(result, &name);
-  if (driver().cuGetErrorString) driver().cuGetErrorString(result, &text);
+  // libcuda leaves the string NULL for codes it does not know.
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (driver().cuGetErrorName && driver().cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (driver().cuGetErrorString && driver().cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+  if (!name) name = "unknown CUresult";
+  if (!text) text = "no description";
   tmashmem_status_t status =
       result == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA;
   return set_error(status, "%s failed: %s (%s) at %s:%d", call, name, text, file, line);

@@ -64,6 +64,10 @@ namespace tmashmem {
                  CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,          \
                  CUtensorMapFloatOOBfill))
 
+// Note: cuda.h renames some entry points to versioned symbols (cuMemAlloc ->
+// cuMemAlloc_v2, ...). The macro argument is expanded in the member name but not in
+// the string given to cuGetProcAddress, which wants the base name; so the members
+// carry the _v2 names and lookups use the base names, which is what the driver expects.
 constexpr int kDriverAbiVersion = 12000;
 
 template <typename T>

@@ -6,13 +6,18 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "common/catch.h"
 #include "common/test_util.h"
 #include "runtime/driver.h"
+#include "runtime/error.h"
 #include "unit/emu/emulated_driver.h"
 
 namespace {
@@ -30,10 +35,20 @@ emu::Options small_options() {
   return o;
 }
 
+// install() without the TMASHMEM_EMU_DEVICES override, which the environment running the
+// tests may set: these tests choose their device counts themselves.
+void install_exact(const emu::Options& o) {
+  const char* env = std::getenv(emu::kEnvDevices);
+  std::string saved = env ? env : "";
+  ::unsetenv(emu::kEnvDevices);
+  emu::install(o);
+  if (env) ::setenv(emu::kEnvDevices, saved.c_str(), 1);
+}
+
 // Installs an emulator, initializes it, and takes it away again at scope exit.
 struct Emulator {
   explicit Emulator(const emu::Options& o = small_options()) {
-    emu::install(o);
+    install_exact(o);
     REQUIRE(cu().cuInit(0) == CUDA_SUCCESS);
   }
   ~Emulator() { emu::uninstall(); }
@@ -82,6 +97,24 @@ CUresult map_rw(CUdeviceptr address, size_t bytes, CUmemGenericAllocationHandle 
   return cu().cuMemSetAccess(address, bytes, &d, 1);
 }
 
+// The line of /proc/self/maps that holds `address` ("" if none): shows what is really
+// mapped there (a memfd shared mapping, or reserved PROT_NONE space) and its protection.
+std::string maps_line(CUdeviceptr address) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return "";
+  char line[512];
+  std::string found;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line, "%llx-%llx", &lo, &hi) == 2 && address >= lo && address < hi) {
+      found = line;
+      break;
+    }
+  }
+  std::fclose(f);
+  return found;
+}
+
 // Runs `body` in a forked child and returns its exit status (0: success). The child only
 // makes emulator calls and leaves with _exit, never through Catch2 or MPI; an alarm ends
 // it if it hangs.
@@ -105,7 +138,7 @@ int run_in_child(Body body) {
 }  // namespace
 
 TEST_CASE("emulated driver: initialization and error names", "[emu]") {
-  emu::install(small_options());
+  install_exact(small_options());
   int count = -1;
   CHECK(cu().cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
   CHECK(std::string(cu().origin) == emu::kOrigin);
@@ -124,7 +157,7 @@ TEST_CASE("emulated driver: initialization and error names", "[emu]") {
     CHECK(std::string(name).rfind("CUDA_", 0) == 0);
   }
   name = nullptr;
-  CHECK(cu().cuGetErrorName(static_cast<CUresult>(123456), &name) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cu().cuGetErrorName(static_cast<CUresult>(998), &name) == CUDA_ERROR_INVALID_VALUE);
   CHECK(name != nullptr);
   int version = 0;
   REQUIRE(cu().cuDriverGetVersion(&version) == CUDA_SUCCESS);
@@ -137,11 +170,12 @@ TEST_CASE("emulated driver: initialization and error names", "[emu]") {
 
   emu::Options failing = small_options();
   failing.init_fails = true;
-  emu::install(failing);
+  install_exact(failing);
   CHECK(cu().cuInit(0) == CUDA_ERROR_NO_DEVICE);
   CHECK(cu().cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
-  // load_driver() reports it as the runtime's NO_DEVICE-style CUDA error, with the name.
+  // The runtime's message names the error, through cuGetErrorName before any cuInit worked.
   CHECK(tmashmem::load_driver() != TMASHMEM_SUCCESS);
+  CHECK(tmashmem::last_error().find("CUDA_ERROR_NO_DEVICE") != std::string::npos);
 
   emu::uninstall();
   CHECK(std::string(cu().origin) != emu::kOrigin);
@@ -355,7 +389,14 @@ TEST_CASE("emulated driver: memory lives until released and unmapped", "[emu]") 
 
   // Freeing a reservation that still has mappings is refused; unmapping frees the memory.
   CHECK(cu().cuMemAddressFree(base, 2 * kGran) == CUDA_ERROR_INVALID_VALUE);
+  std::string before = maps_line(base);
+  CHECK(before.find(" rw-s ") != std::string::npos);
+  CHECK(before.find("memfd:") != std::string::npos);
   REQUIRE(cu().cuMemUnmap(base, kGran) == CUDA_SUCCESS);
+  // What is left is reserved address space, inaccessible and backed by nothing.
+  std::string after = maps_line(base);
+  CHECK(after.find(" ---p ") != std::string::npos);
+  CHECK(after.find("memfd:") == std::string::npos);
   c = emu::counts();
   CHECK(c.open_memfds == 0);
   CHECK(c.created_bytes == 0);
@@ -398,23 +439,20 @@ TEST_CASE("emulated driver: an exported fd shares memory with another process", 
     if (cu().cuMemAddressReserve(&mine, bytes, 0, 0, 0) != CUDA_SUCCESS) return 11;
     if (mine == base) return 12;
     if (map_rw(mine, bytes, imported) != CUDA_SUCCESS) return 13;
-    if (std::memcmp(reinterpret_cast<void*>(mine), parent_words.data(), bytes / 2) != 0)
-      return 14;
+    if (std::memcmp(reinterpret_cast<void*>(mine), parent_words.data(), bytes / 2) != 0) return 14;
     std::memcpy(reinterpret_cast<char*>(mine) + bytes / 2, child_words.data(), bytes / 2);
     if (cu().cuMemUnmap(mine, bytes) != CUDA_SUCCESS) return 15;
     if (cu().cuMemRelease(imported) != CUDA_SUCCESS) return 16;
     return 0;
   });
   CHECK(status == 0);
-  CHECK(std::memcmp(reinterpret_cast<char*>(base) + bytes / 2, child_words.data(), bytes / 2) ==
-        0);
+  CHECK(std::memcmp(reinterpret_cast<char*>(base) + bytes / 2, child_words.data(), bytes / 2) == 0);
 
   // Importing in this process works too, with the size taken from the fd.
   CUmemGenericAllocationHandle again = 0;
-  REQUIRE(cu().cuMemImportFromShareableHandle(&again,
-                                              reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
-          CUDA_SUCCESS);
+  REQUIRE(cu().cuMemImportFromShareableHandle(
+              &again, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
   ::close(fd);
   CHECK(again != h);
   CHECK(emu::counts().allocations == 2);
@@ -464,8 +502,8 @@ TEST_CASE("emulated driver: fabric handles only where supported and exportable",
     CHECK(cu().cuMemExportToShareableHandle(&f, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
           CUDA_ERROR_NOT_SUPPORTED);
     int fd = -1;  // not requested at creation
-    CHECK(cu().cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                            0) == CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(cu().cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) ==
+          CUDA_ERROR_NOT_SUPPORTED);
     REQUIRE(cu().cuMemRelease(h) == CUDA_SUCCESS);
     CHECK(all_zero(emu::counts()));
   }
@@ -483,8 +521,7 @@ TEST_CASE("emulated driver: fabric handles only where supported and exportable",
     REQUIRE(cu().cuMemAddressReserve(&base, bytes, 0, 0, 0) == CUDA_SUCCESS);
     REQUIRE(map_rw(base, bytes, h) == CUDA_SUCCESS);
     CUmemFabricHandle f;
-    REQUIRE(cu().cuMemExportToShareableHandle(&f, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
-            CUDA_SUCCESS);
+    REQUIRE(cu().cuMemExportToShareableHandle(&f, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) == CUDA_SUCCESS);
     emu::FabricHandleLayout layout;
     std::memcpy(&layout, &f, sizeof layout);
     CHECK(layout.magic == emu::kFabricMagic);
@@ -516,6 +553,21 @@ TEST_CASE("emulated driver: fabric handles only where supported and exportable",
     REQUIRE(cu().cuMemRelease(h) == CUDA_SUCCESS);
     CHECK(cu().cuMemImportFromShareableHandle(&bad, &f, CU_MEM_HANDLE_TYPE_FABRIC) ==
           CUDA_ERROR_INVALID_VALUE);
+    // Even when the fd number now holds another allocation of the same size (forced here;
+    // fd reuse makes it the usual case): the inode tells them apart.
+    CUmemGenericAllocationHandle h2 = 0;
+    REQUIRE(cu().cuMemCreate(&h2, bytes, &prop, 0) == CUDA_SUCCESS);
+    CUmemFabricHandle f2;
+    REQUIRE(cu().cuMemExportToShareableHandle(&f2, h2, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
+            CUDA_SUCCESS);
+    emu::FabricHandleLayout stale = layout, fresh;
+    std::memcpy(&fresh, &f2, sizeof fresh);
+    stale.fd = fresh.fd;
+    CHECK(cu().cuMemImportFromShareableHandle(&bad, &stale, CU_MEM_HANDLE_TYPE_FABRIC) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(cu().cuMemImportFromShareableHandle(&bad, &f, CU_MEM_HANDLE_TYPE_FABRIC) ==
+          CUDA_ERROR_INVALID_VALUE);
+    REQUIRE(cu().cuMemRelease(h2) == CUDA_SUCCESS);
     REQUIRE(cu().cuMemAddressFree(base, bytes) == CUDA_SUCCESS);
     CHECK(all_zero(emu::counts()));
   }
@@ -605,7 +657,7 @@ TEST_CASE("emulated driver: VMM argument errors", "[emu]") {
     REQUIRE(cu().cuMemMap(base + 2 * kGran, kGran, kGran, h, 0) == CUDA_SUCCESS);  // offset
 
     CUmemAccessDesc rw = access_for(0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    CHECK(cu().cuMemSetAccess(base, kGran, &rw, 1) == CUDA_ERROR_INVALID_VALUE);  // partial
+    CHECK(cu().cuMemSetAccess(base, kGran, &rw, 1) == CUDA_ERROR_INVALID_VALUE);      // partial
     CHECK(cu().cuMemSetAccess(base, 4 * kGran, &rw, 1) == CUDA_ERROR_INVALID_VALUE);  // hole
     CHECK(cu().cuMemSetAccess(base, 2 * kGran, &rw, 0) == CUDA_ERROR_INVALID_VALUE);
     CUmemAccessDesc bad = access_for(2, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
@@ -806,6 +858,7 @@ TEST_CASE("emulated driver: tensor map encoding", "[emu]") {
       t.interleave = CU_TENSOR_MAP_INTERLEAVE_32B;
       t.swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
       t.strides[0] = 528;
+      t.strides[1] = 512 * 64;
     });
     add("zero dimension", [](Tiled& t) { t.dims[2] = 0; });
     add("dimension above 2^32", [](Tiled& t) { t.dims[1] = (uint64_t(1) << 32) + 1; });
@@ -828,16 +881,16 @@ TEST_CASE("emulated driver: tensor map encoding", "[emu]") {
       t.swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
       t.box[0] = 24;
     });
-    add("NaN fill for an integer type", [](Tiled& t) { t.dtype = CU_TENSOR_MAP_DATA_TYPE_INT32; });
+    add("NaN fill for an integer type", [](Tiled& t) {
+      t.dtype = CU_TENSOR_MAP_DATA_TYPE_INT32;
+      t.box[0] = 32;  // still 128 bytes
+    });
     add("Blackwell-only data type", [](Tiled& t) {
       t.dtype = CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B;
       t.oob = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;
     });
-    add("Blackwell-only swizzle", [](Tiled& t) {
-      t.swizzle = CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B;
-    });
-    add("unknown L2 promotion", [](Tiled& t) { t.l2 = static_cast<CUtensorMapL2promotion>(4); });
-    add("unknown OOB fill", [](Tiled& t) { t.oob = static_cast<CUtensorMapFloatOOBfill>(2); });
+    add("Blackwell-only swizzle",
+        [](Tiled& t) { t.swizzle = CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B; });
     for (const Case& c : cases) {
       INFO(c.why);
       CHECK(c.args.encode(&map) == CUDA_ERROR_INVALID_VALUE);
@@ -854,15 +907,69 @@ TEST_CASE("emulated driver: tensor map encoding", "[emu]") {
 }
 
 TEST_CASE("emulated driver: TMASHMEM_EMU_DEVICES overrides the device count", "[emu]") {
+  const char* env = std::getenv(emu::kEnvDevices);
+  const std::string saved = env ? env : "";
   ::setenv(emu::kEnvDevices, "5", 1);
   emu::install(small_options());
-  ::unsetenv(emu::kEnvDevices);
   REQUIRE(cu().cuInit(0) == CUDA_SUCCESS);
   int count = 0;
   REQUIRE(cu().cuDeviceGetCount(&count) == CUDA_SUCCESS);
   CHECK(count == 5);
   ::setenv(emu::kEnvDevices, "lots", 1);
   CHECK_THROWS(emu::install(small_options()));
-  ::unsetenv(emu::kEnvDevices);
+  ::setenv(emu::kEnvDevices, "65", 1);
+  CHECK_THROWS(emu::install(small_options()));
+  if (env)
+    ::setenv(emu::kEnvDevices, saved.c_str(), 1);
+  else
+    ::unsetenv(emu::kEnvDevices);
   emu::uninstall();
+}
+
+// Last: it starts threads, and the fork tests above want a process without them.
+TEST_CASE("emulated driver: concurrent use from several threads", "[emu]") {
+  emu::Options o = small_options();
+  o.device_count = 4;
+  Emulator e(o);
+  const uint64_t seed = tmashmem_test::make_rng(8)();
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, seed, &failures]() {
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
+      CUcontext ctx = nullptr;
+      CUdevice dev = -1;
+      // Each thread has its own current context.
+      if (cu().cuDevicePrimaryCtxRetain(&ctx, t) != CUDA_SUCCESS ||
+          cu().cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cu().cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+          dev != t)
+        ++failures[static_cast<size_t>(t)];
+      CUmemAllocationProp prop = prop_for(t, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      for (int i = 0; i < 50; ++i) {
+        const size_t bytes = kGran * (1 + rng() % 3);
+        CUmemGenericAllocationHandle h = 0;
+        CUdeviceptr p = 0;
+        if (cu().cuMemCreate(&h, bytes, &prop, 0) != CUDA_SUCCESS ||
+            cu().cuMemAddressReserve(&p, bytes, 0, 0, 0) != CUDA_SUCCESS ||
+            map_rw(p, bytes, h, t) != CUDA_SUCCESS) {
+          ++failures[static_cast<size_t>(t)];
+          break;
+        }
+        auto words = random_words(rng, 4096);
+        const size_t at = (rng() % (bytes / 4096)) * 4096;
+        std::vector<uint64_t> back(words.size());
+        if (cu().cuMemcpyHtoD(p + at, words.data(), 4096) != CUDA_SUCCESS ||
+            cu().cuMemcpyDtoH(back.data(), p + at, 4096) != CUDA_SUCCESS || back != words)
+          ++failures[static_cast<size_t>(t)];
+        if (cu().cuMemUnmap(p, bytes) != CUDA_SUCCESS || cu().cuMemRelease(h) != CUDA_SUCCESS ||
+            cu().cuMemAddressFree(p, bytes) != CUDA_SUCCESS)
+          ++failures[static_cast<size_t>(t)];
+      }
+      cu().cuCtxSetCurrent(nullptr);
+      cu().cuDevicePrimaryCtxRelease(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(failures[static_cast<size_t>(t)] == 0);
+  CHECK(all_zero(emu::counts()));
 }

@@ -1,0 +1,1075 @@
+// CPU emulation of the driver table. Contracts and deliberate differences from libcuda are
+// listed in emulated_driver.h; comments here explain how the emulation keeps them.
+#include "unit/emu/emulated_driver.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/driver.h"
+
+namespace tmashmem {
+namespace emu {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// State
+
+struct Allocation {
+  int fd = -1;
+  size_t bytes = 0;
+  int device = -1;            // creating device; -1 if unknown
+  bool created = false;       // by cuMemCreate here: uses this process's device budget
+  unsigned handle_types = 0;  // CUmemAllocationHandleType bits it may be exported as
+  bool handle_live = true;    // false once cuMemRelease'd; the memory lives on while mapped
+  long map_count = 0;
+};
+
+struct Mapping {
+  size_t bytes = 0;
+  CUmemGenericAllocationHandle handle = 0;          // key of the Allocation it maps
+  std::array<unsigned char, kMaxDevices> access{};  // CUmemAccess_flags per device
+  int prot = PROT_NONE;
+};
+
+struct Buffer {
+  size_t bytes = 0;
+  int device = 0;
+};
+
+struct State {
+  Options options;
+  uint64_t generation = 0;
+  bool initialized = false;
+  std::map<CUmemGenericAllocationHandle, Allocation> allocations;
+  CUmemGenericAllocationHandle next_handle = 0;
+  std::map<uintptr_t, size_t> reservations;  // start -> bytes
+  std::map<uintptr_t, Mapping> mappings;     // start -> mapping
+  std::map<uintptr_t, Buffer> buffers;       // cuMemAlloc start -> buffer
+  std::array<long, kMaxDevices> ctx_refs{};
+  std::array<size_t, kMaxDevices> used_bytes{};  // device budget in use
+};
+
+// One mutex around everything: the runtime may call the driver from several threads, and
+// the emulator's maps are not worth finer locking.
+std::mutex g_mutex;
+State* g_state = nullptr;
+uint64_t g_generation = 0;
+DriverApi g_table;
+
+// Fake primary contexts: the address of one byte per device, so handles are distinct,
+// stable across installs, and never null.
+char g_context_tokens[kMaxDevices];
+
+// The thread's current context, valid only for the install that set it (a stale one from a
+// previous install reads as "no current context").
+struct CurrentContext {
+  uint64_t generation = 0;
+  CUcontext context = nullptr;
+};
+thread_local CurrentContext t_current;
+
+constexpr unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+                                       CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT |
+                                       CU_MEM_HANDLE_TYPE_FABRIC;
+constexpr const char* kMemfdPrefix = "tmashmem-emu-dev";
+
+bool valid_device(const State& s, int device) {
+  return device >= 0 && device < s.options.device_count;
+}
+
+bool is_power_of_two(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+bool can_access_peer(const State& s, int a, int b) {
+  if (a == b) return false;  // not a peer query; cuDeviceCanAccessPeer reports 0
+  for (const auto& pair : s.options.no_p2p)
+    if ((pair.first == a && pair.second == b) || (pair.first == b && pair.second == a))
+      return false;
+  return true;
+}
+
+CUcontext context_of(int device) { return reinterpret_cast<CUcontext>(&g_context_tokens[device]); }
+
+// Device of a fake context handle, or -1 if it is not one.
+int device_of(CUcontext context) {
+  auto p = reinterpret_cast<uintptr_t>(context);
+  auto first = reinterpret_cast<uintptr_t>(g_context_tokens);
+  if (p < first || p >= first + kMaxDevices) return -1;
+  return static_cast<int>(p - first);
+}
+
+// The current context's device, with the errors libcuda gives without a usable context.
+CUresult current_device(const State& s, int* device) {
+  if (t_current.generation != s.generation || t_current.context == nullptr)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  int d = device_of(t_current.context);
+  if (!valid_device(s, d)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (s.ctx_refs[static_cast<size_t>(d)] == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *device = d;
+  return CUDA_SUCCESS;
+}
+
+// Frees an allocation's memory once nothing refers to it any more: released handle and no
+// mappings, as in CUDA.
+void maybe_destroy(State& s, CUmemGenericAllocationHandle handle) {
+  auto it = s.allocations.find(handle);
+  if (it == s.allocations.end()) return;
+  Allocation& a = it->second;
+  if (a.handle_live || a.map_count > 0) return;
+  if (a.fd >= 0) ::close(a.fd);
+  if (a.created && valid_device(s, a.device))
+    s.used_bytes[static_cast<size_t>(a.device)] -= a.bytes;
+  s.allocations.erase(it);
+}
+
+Allocation* live_allocation(State& s, CUmemGenericAllocationHandle handle) {
+  auto it = s.allocations.find(handle);
+  if (it == s.allocations.end() || !it->second.handle_live) return nullptr;
+  return &it->second;
+}
+
+// The mappings that tile [ptr, ptr + bytes) exactly: the first starts at ptr, each next one
+// starts where the previous ended, the last ends at ptr + bytes. cuMemSetAccess and
+// cuMemUnmap accept only such ranges (no partial mappings, no holes).
+bool exact_mappings(State& s, uintptr_t ptr, size_t bytes,
+                    std::vector<std::map<uintptr_t, Mapping>::iterator>* out) {
+  out->clear();
+  if (bytes == 0 || ptr + bytes < ptr) return false;
+  uintptr_t cursor = ptr, end = ptr + bytes;
+  auto it = s.mappings.find(ptr);
+  while (cursor < end) {
+    if (it == s.mappings.end() || it->first != cursor) return false;
+    cursor += it->second.bytes;
+    out->push_back(it);
+    ++it;
+  }
+  return cursor == end;
+}
+
+// True if [ptr, ptr + bytes) is device memory the CPU may touch now: inside one cuMemAlloc
+// buffer, or covered by adjacent VMM mappings whose access allows it.
+bool accessible(const State& s, uintptr_t ptr, size_t bytes, bool write) {
+  if (bytes == 0) return true;
+  if (ptr + bytes < ptr) return false;
+  auto b = s.buffers.upper_bound(ptr);
+  if (b != s.buffers.begin()) {
+    --b;
+    if (ptr >= b->first && ptr + bytes <= b->first + b->second.bytes) return true;
+  }
+  auto m = s.mappings.upper_bound(ptr);
+  if (m == s.mappings.begin()) return false;
+  --m;
+  if (ptr >= m->first + m->second.bytes) return false;
+  uintptr_t cursor = ptr, end = ptr + bytes;
+  int need = write ? (PROT_READ | PROT_WRITE) : PROT_READ;
+  while (cursor < end) {
+    if (m == s.mappings.end() || m->first > cursor) return false;
+    if ((m->second.prot & need) != need) return false;
+    cursor = m->first + m->second.bytes;
+    ++m;
+  }
+  return true;
+}
+
+int prot_of(const Mapping& m) {
+  unsigned char best = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  for (unsigned char a : m.access) best = a > best ? a : best;
+  if (best == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return PROT_READ | PROT_WRITE;
+  if (best == CU_MEM_ACCESS_FLAGS_PROT_READ) return PROT_READ;
+  return PROT_NONE;
+}
+
+// Turns a range back into plain reserved address space (what cuMemUnmap leaves behind).
+bool reserve_fixed(uintptr_t ptr, size_t bytes) {
+  void* p = ::mmap(reinterpret_cast<void*>(ptr), bytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  return p != MAP_FAILED;
+}
+
+// The creating device recorded in the name of an emulator memfd ("/memfd:<prefix><N>"), so
+// an importer in another process knows where the memory lives. False for any other fd.
+bool memfd_device(int fd, int* device) {
+  char link[64], target[256];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = ::readlink(link, target, sizeof target - 1);
+  if (n <= 0) return false;
+  target[n] = '\0';
+  std::string expected = std::string("/memfd:") + kMemfdPrefix;
+  if (std::strncmp(target, expected.c_str(), expected.size()) != 0) return false;
+  char* end = nullptr;
+  long d = std::strtol(target + expected.size(), &end, 10);
+  if (end == target + expected.size() || d < 0 || d >= kMaxDevices) return false;
+  *device = static_cast<int>(d);
+  return true;
+}
+
+// Registers an imported fd (ours now) as a new handle after checking it is emulator memory
+// of a mappable size.
+CUresult adopt_imported_fd(State& s, int fd, unsigned type, CUmemGenericAllocationHandle* out) {
+  struct stat st;
+  int device = -1;
+  if (::fstat(fd, &st) != 0 || !memfd_device(fd, &device) || st.st_size <= 0 ||
+      static_cast<size_t>(st.st_size) % s.options.granularity != 0) {
+    ::close(fd);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Allocation a;
+  a.fd = fd;
+  a.bytes = static_cast<size_t>(st.st_size);
+  a.device = device;
+  a.created = false;
+  a.handle_types = type;
+  CUmemGenericAllocationHandle handle = ++s.next_handle;
+  s.allocations.emplace(handle, a);
+  *out = handle;
+  return CUDA_SUCCESS;
+}
+
+// Takes the emulator lock and rejects calls before a successful cuInit.
+#define EMU_ENTER()                                                         \
+  std::lock_guard<std::mutex> emu_lock_(g_mutex);                           \
+  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED; \
+  State& s = *g_state
+
+// ---------------------------------------------------------------------------------------
+// Entry points. Declared from the table's own signatures: a table entry without an emu_
+// function, or with a different signature, does not build.
+
+#define TMASHMEM_EMU_DECLARE(name, sig) std::remove_pointer_t<sig> emu_##name;
+TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_EMU_DECLARE)
+#undef TMASHMEM_EMU_DECLARE
+
+// -- Initialization and errors
+
+CUresult emu_cuInit(unsigned int flags) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_state) return CUDA_ERROR_NOT_INITIALIZED;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (g_state->options.init_fails || g_state->options.device_count == 0)
+    return CUDA_ERROR_NO_DEVICE;
+  g_state->initialized = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDriverGetVersion(int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
+    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+     "peer access is not supported between these two devices"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
+     "OS call failed or operation not supported on this OS"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+const ErrorText* find_error(CUresult code) {
+  for (const ErrorText& e : kErrors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+
+CUresult emu_cuGetErrorName(CUresult error, const char** out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = find_error(error);
+  *out = e ? e->name : "CUDA_ERROR_UNRECOGNIZED";
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult emu_cuGetErrorString(CUresult error, const char** out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = find_error(error);
+  *out = e ? e->text : "unrecognized CUresult (tmashmem emulated driver)";
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// -- Devices
+
+CUresult emu_cuDeviceGetCount(int* count) {
+  EMU_ENTER();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = s.options.device_count;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDeviceGet(CUdevice* device, int ordinal) {
+  EMU_ENTER();
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDeviceGetName(char* name, int length, CUdevice device) {
+  EMU_ENTER();
+  if (!name || length <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(length), "%s", s.options.device_name);
+  return CUDA_SUCCESS;
+}
+
+// Derived from the ordinal only, so every process of a "node" sees the same UUID for the
+// same device and PEs can tell which of them share a GPU.
+CUresult emu_cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
+  EMU_ENTER();
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  static const unsigned char kPrefix[12] = {0x74, 0x6d, 0x61, 0x73, 0x68, 0x6d,
+                                            0x65, 0x6d, 0x2d, 0x65, 0x6d, 0x75};
+  std::memcpy(uuid->bytes, kPrefix, sizeof kPrefix);
+  auto d = static_cast<uint32_t>(device);
+  for (int i = 0; i < 4; ++i) uuid->bytes[12 + i] = static_cast<char>((d >> (8 * (3 - i))) & 0xff);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+  EMU_ENTER();
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (static_cast<int>(attribute) <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
+  const Options& o = s.options;
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      *value = o.vmm_supported;
+      break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+      *value = o.posix_fd_supported;
+      break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+      *value = o.fabric_supported;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+      *value = o.multicast_supported;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = o.sm_count;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *value = 1980000;
+      break;  // kHz
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+      *value = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      *value = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *value = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *value = 232448;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      *value = 0x18 + device;
+      break;
+    default:
+      *value = 0;
+      break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDeviceTotalMem(size_t* bytes, CUdevice device) {
+  EMU_ENTER();
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = s.options.device_memory_bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
+  EMU_ENTER();
+  if (!can) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device) || !valid_device(s, peer)) return CUDA_ERROR_INVALID_DEVICE;
+  *can = can_access_peer(s, device, peer) ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+// -- Contexts
+
+CUresult emu_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  EMU_ENTER();
+  if (!context) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  ++s.ctx_refs[static_cast<size_t>(device)];
+  *context = context_of(device);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuDevicePrimaryCtxRelease(CUdevice device) {
+  EMU_ENTER();
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (s.ctx_refs[static_cast<size_t>(device)] == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  --s.ctx_refs[static_cast<size_t>(device)];
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuCtxGetCurrent(CUcontext* context) {
+  EMU_ENTER();
+  if (!context) return CUDA_ERROR_INVALID_VALUE;
+  *context = t_current.generation == s.generation ? t_current.context : nullptr;
+  return CUDA_SUCCESS;
+}
+
+// Only a retained primary context (or NULL) can be made current.
+CUresult emu_cuCtxSetCurrent(CUcontext context) {
+  EMU_ENTER();
+  if (context != nullptr) {
+    int d = device_of(context);
+    if (!valid_device(s, d) || s.ctx_refs[static_cast<size_t>(d)] == 0)
+      return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  t_current.generation = s.generation;
+  t_current.context = context;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuCtxGetDevice(CUdevice* device) {
+  EMU_ENTER();
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  *device = d;
+  return CUDA_SUCCESS;
+}
+
+// Nothing is asynchronous here; still needs a context, as in libcuda.
+CUresult emu_cuCtxSynchronize() {
+  EMU_ENTER();
+  int d = 0;
+  return current_device(s, &d);
+}
+
+// -- Plain device memory
+
+CUresult emu_cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  EMU_ENTER();
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  size_t used = s.used_bytes[static_cast<size_t>(d)];
+  *total_bytes = s.options.device_memory_bytes;
+  *free_bytes = used < *total_bytes ? *total_bytes - used : 0;
+  return CUDA_SUCCESS;
+}
+
+// Host memory standing in for device memory, filled with a nonzero pattern because device
+// memory is not zeroed either.
+CUresult emu_cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+  EMU_ENTER();
+  if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  size_t rounded = (bytes + 255) / 256 * 256;
+  size_t& used = s.used_bytes[static_cast<size_t>(d)];
+  if (rounded < bytes || rounded > s.options.device_memory_bytes - used)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = nullptr;
+  if (::posix_memalign(&p, 256, rounded) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(p, 0xa5, rounded);
+  Buffer b;
+  b.bytes = rounded;
+  b.device = d;
+  s.buffers.emplace(reinterpret_cast<uintptr_t>(p), b);
+  used += rounded;
+  *dptr = reinterpret_cast<uintptr_t>(p);
+  return CUDA_SUCCESS;
+}
+
+// Like cudaFree(nullptr), freeing 0 is a no-op.
+CUresult emu_cuMemFree(CUdeviceptr dptr) {
+  EMU_ENTER();
+  if (dptr == 0) return CUDA_SUCCESS;
+  auto it = s.buffers.find(dptr);
+  if (it == s.buffers.end()) return CUDA_ERROR_INVALID_VALUE;
+  s.used_bytes[static_cast<size_t>(it->second.device)] -= it->second.bytes;
+  std::free(reinterpret_cast<void*>(it->first));
+  s.buffers.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  EMU_ENTER();
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  if ((bytes && !src) || !accessible(s, dst, bytes, true)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  EMU_ENTER();
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  if ((bytes && !dst) || !accessible(s, src, bytes, false)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
+  EMU_ENTER();
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  if (!accessible(s, dst, count, true)) return CUDA_ERROR_INVALID_VALUE;
+  if (count) std::memset(reinterpret_cast<void*>(dst), value, count);
+  return CUDA_SUCCESS;
+}
+
+// -- Virtual memory management
+
+// Checks a CUmemAllocationProp the way cuMemCreate and the granularity query do.
+CUresult check_prop(const State& s, const CUmemAllocationProp* prop) {
+  if (!prop) return CUDA_ERROR_INVALID_VALUE;
+  if (!s.options.vmm_supported) return CUDA_ERROR_NOT_SUPPORTED;
+  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, prop->location.id)) return CUDA_ERROR_INVALID_DEVICE;
+  if ((static_cast<unsigned>(prop->requestedHandleTypes) & ~kKnownHandleTypes) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                           CUmemAllocationGranularity_flags flags) {
+  EMU_ENTER();
+  if (!granularity) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != CU_MEM_ALLOC_GRANULARITY_MINIMUM && flags != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_prop(s, prop);
+  if (r != CUDA_SUCCESS) return r;
+  *granularity = s.options.granularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
+                         const CUmemAllocationProp* prop, unsigned long long flags) {
+  EMU_ENTER();
+  if (!handle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_prop(s, prop);
+  if (r != CUDA_SUCCESS) return r;
+  unsigned types = static_cast<unsigned>(prop->requestedHandleTypes);
+  if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !s.options.posix_fd_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !s.options.fabric_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (bytes == 0 || bytes % s.options.granularity != 0) return CUDA_ERROR_INVALID_VALUE;
+  int device = prop->location.id;
+  size_t& used = s.used_bytes[static_cast<size_t>(device)];
+  if (bytes > s.options.device_memory_bytes - used) return CUDA_ERROR_OUT_OF_MEMORY;
+
+  // The memfd's name records the device, for importers (see memfd_device()).
+  char name[64];
+  std::snprintf(name, sizeof name, "%s%d", kMemfdPrefix, device);
+  int fd = ::memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    ::close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  Allocation a;
+  a.fd = fd;
+  a.bytes = bytes;
+  a.device = device;
+  a.created = true;
+  a.handle_types = types;
+  // Handles are never reused and never 0, so a stale or zero handle is always an error.
+  CUmemGenericAllocationHandle h = ++s.next_handle;
+  s.allocations.emplace(h, a);
+  used += bytes;
+  *handle = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemRelease(CUmemGenericAllocationHandle handle) {
+  EMU_ENTER();
+  Allocation* a = live_allocation(s, handle);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  a->handle_live = false;
+  maybe_destroy(s, handle);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
+                                          CUmemAllocationHandleType type,
+                                          unsigned long long flags) {
+  EMU_ENTER();
+  if (!shareable || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  Allocation* a = live_allocation(s, handle);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    if (!(a->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ||
+        !s.options.posix_fd_supported)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    // The caller owns (and closes) the exported fd; ours stays with the allocation.
+    int fd = ::fcntl(a->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
+    *static_cast<int*>(shareable) = fd;
+    return CUDA_SUCCESS;
+  }
+  if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+    if (!(a->handle_types & CU_MEM_HANDLE_TYPE_FABRIC) || !s.options.fabric_supported ||
+        !s.options.fabric_export_works)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    struct stat st;
+    if (::fstat(a->fd, &st) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
+    FabricHandleLayout f;
+    std::memset(&f, 0, sizeof f);
+    f.magic = kFabricMagic;
+    f.pid = static_cast<int32_t>(::getpid());
+    f.fd = a->fd;
+    f.inode = static_cast<uint64_t>(st.st_ino);
+    f.bytes = a->bytes;
+    f.device = a->device;
+    std::memcpy(shareable, &f, sizeof f);
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult emu_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                            CUmemAllocationHandleType type) {
+  EMU_ENTER();
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    if (!s.options.posix_fd_supported) return CUDA_ERROR_NOT_SUPPORTED;
+    // Duplicated: the caller may close its fd right after the import.
+    int fd = ::fcntl(static_cast<int>(reinterpret_cast<intptr_t>(os_handle)), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+    return adopt_imported_fd(s, fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, handle);
+  }
+  if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+    if (!s.options.fabric_supported) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!os_handle) return CUDA_ERROR_INVALID_VALUE;
+    FabricHandleLayout f;
+    std::memcpy(&f, os_handle, sizeof f);
+    if (f.magic != kFabricMagic) return CUDA_ERROR_INVALID_VALUE;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", f.pid, f.fd);
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != f.inode ||
+        static_cast<uint64_t>(st.st_size) != f.bytes) {
+      ::close(fd);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    return adopt_imported_fd(s, fd, CU_MEM_HANDLE_TYPE_FABRIC, handle);
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// Over-reserves by the alignment and trims both ends, since mmap only aligns to pages.
+CUresult emu_cuMemAddressReserve(CUdeviceptr* ptr, size_t bytes, size_t alignment, CUdeviceptr addr,
+                                 unsigned long long flags) {
+  EMU_ENTER();
+  const size_t g = s.options.granularity;
+  if (!ptr || flags != 0 || bytes == 0 || bytes % g != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (alignment != 0 && !is_power_of_two(alignment)) return CUDA_ERROR_INVALID_VALUE;
+  if (alignment < g) alignment = g;
+  const int mflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  uintptr_t start = 0;
+  if (addr != 0 && addr % alignment == 0) {  // a hint: used only if that range is free
+    void* p = ::mmap(reinterpret_cast<void*>(addr), bytes, PROT_NONE, mflags, -1, 0);
+    if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) == addr)
+      start = addr;
+    else if (p != MAP_FAILED)
+      ::munmap(p, bytes);
+  }
+  if (start == 0) {
+    size_t total = bytes + alignment;
+    if (total < bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+    void* p = ::mmap(nullptr, total, PROT_NONE, mflags, -1, 0);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    auto raw = reinterpret_cast<uintptr_t>(p);
+    start = (raw + alignment - 1) / alignment * alignment;
+    if (start > raw) ::munmap(p, start - raw);
+    uintptr_t end = start + bytes, raw_end = raw + total;
+    if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
+  }
+  s.reservations.emplace(start, bytes);
+  *ptr = start;
+  return CUDA_SUCCESS;
+}
+
+// Must name a whole reservation with nothing mapped in it (see the header).
+CUresult emu_cuMemAddressFree(CUdeviceptr ptr, size_t bytes) {
+  EMU_ENTER();
+  auto it = s.reservations.find(ptr);
+  if (it == s.reservations.end() || it->second != bytes) return CUDA_ERROR_INVALID_VALUE;
+  auto m = s.mappings.lower_bound(ptr);
+  if (m != s.mappings.end() && m->first < ptr + bytes) return CUDA_ERROR_INVALID_VALUE;
+  ::munmap(reinterpret_cast<void*>(ptr), bytes);
+  s.reservations.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
+                      CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  EMU_ENTER();
+  const size_t g = s.options.granularity;
+  if (flags != 0 || bytes == 0 || ptr % g != 0 || bytes % g != 0 || offset % g != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  Allocation* a = live_allocation(s, handle);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  if (offset > a->bytes || bytes > a->bytes - offset) return CUDA_ERROR_INVALID_VALUE;
+  if (ptr + bytes < ptr) return CUDA_ERROR_INVALID_VALUE;
+  // Inside one reservation.
+  auto r = s.reservations.upper_bound(ptr);
+  if (r == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --r;
+  if (ptr < r->first || ptr + bytes > r->first + r->second) return CUDA_ERROR_INVALID_VALUE;
+  // Not overlapping a mapping: the one starting at or after ptr must start at or after the
+  // end, and the one before must end at or before ptr.
+  auto next = s.mappings.lower_bound(ptr);
+  if (next != s.mappings.end() && next->first < ptr + bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (next != s.mappings.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second.bytes > ptr) return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* p = ::mmap(reinterpret_cast<void*>(ptr), bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, a->fd,
+                   static_cast<off_t>(offset));
+  if (p == MAP_FAILED) {
+    reserve_fixed(ptr, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  Mapping m;
+  m.bytes = bytes;
+  m.handle = handle;
+  s.mappings.emplace(ptr, m);
+  ++a->map_count;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
+  EMU_ENTER();
+  std::vector<std::map<uintptr_t, Mapping>::iterator> covered;
+  if (!exact_mappings(s, ptr, bytes, &covered)) return CUDA_ERROR_INVALID_VALUE;
+  for (auto it : covered) {
+    // Back to PROT_NONE reserved space, so the reservation stays ours until freed.
+    reserve_fixed(it->first, it->second.bytes);
+    CUmemGenericAllocationHandle h = it->second.handle;
+    s.mappings.erase(it);
+    auto a = s.allocations.find(h);
+    if (a != s.allocations.end()) --a->second.map_count;
+    maybe_destroy(s, h);
+  }
+  return CUDA_SUCCESS;
+}
+
+// The CPU has one address space for all emulated devices, so the protection applied is the
+// most permissive access any device was granted; per-device flags are kept for P2P checks.
+CUresult emu_cuMemSetAccess(CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc* desc,
+                            size_t count) {
+  EMU_ENTER();
+  const size_t g = s.options.granularity;
+  if (!desc || count == 0 || ptr % g != 0 || bytes % g != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::map<uintptr_t, Mapping>::iterator> covered;
+  if (!exact_mappings(s, ptr, bytes, &covered)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    const CUmemAccessDesc& d = desc[i];
+    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(s, d.location.id)) return CUDA_ERROR_INVALID_DEVICE;
+    if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return CUDA_ERROR_INVALID_VALUE;
+    for (auto it : covered) {
+      auto a = s.allocations.find(it->second.handle);
+      int home = a == s.allocations.end() ? -1 : a->second.device;
+      if (home >= 0 && home != d.location.id && d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+          !can_access_peer(s, d.location.id, home))
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+  }
+  for (auto it : covered) {
+    Mapping& m = it->second;
+    for (size_t i = 0; i < count; ++i)
+      m.access[static_cast<size_t>(desc[i].location.id)] =
+          static_cast<unsigned char>(desc[i].flags);
+    int prot = prot_of(m);
+    if (::mprotect(reinterpret_cast<void*>(it->first), m.bytes, prot) != 0)
+      return CUDA_ERROR_OPERATING_SYSTEM;
+    m.prot = prot;
+  }
+  return CUDA_SUCCESS;
+}
+
+// -- Tensor maps
+
+bool sm90_dtype(CUtensorMapDataType dtype) {
+  return static_cast<int>(dtype) >= 0 &&
+         static_cast<int>(dtype) <= static_cast<int>(CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ);
+}
+
+bool float_dtype(CUtensorMapDataType dtype) {
+  switch (dtype) {
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The rules of the cuTensorMapEncodeTiled documentation, for an sm_90 device.
+bool tiled_arguments_valid(const CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
+                           const void* address, const cuuint64_t* dims, const cuuint64_t* strides,
+                           const cuuint32_t* box, const cuuint32_t* estrides,
+                           CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                           CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  if (!map || reinterpret_cast<uintptr_t>(map) % 64 != 0) return false;
+  if (!sm90_dtype(dtype)) return false;
+  const size_t esize = tensor_element_bytes(dtype);
+  if (rank < 1 || rank > 5) return false;
+  // Through int: the enums' underlying type may be unsigned.
+  if (static_cast<int>(interleave) < 0 || interleave > CU_TENSOR_MAP_INTERLEAVE_32B) return false;
+  if (static_cast<int>(swizzle) < 0 || swizzle > CU_TENSOR_MAP_SWIZZLE_128B) return false;
+  if (static_cast<int>(l2) < 0 || l2 > CU_TENSOR_MAP_L2_PROMOTION_L2_256B) return false;
+  if (oob != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE &&
+      (oob != CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA || !float_dtype(dtype)))
+    return false;
+  const bool interleaved = interleave != CU_TENSOR_MAP_INTERLEAVE_NONE;
+  if (interleaved && rank < 3) return false;
+  const uintptr_t addr_align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
+  if (reinterpret_cast<uintptr_t>(address) % addr_align != 0) return false;
+  if (!dims || !box || !estrides || (rank > 1 && !strides)) return false;
+  for (cuuint32_t i = 0; i < rank; ++i) {
+    if (dims[i] == 0 || dims[i] > (uint64_t(1) << 32)) return false;
+    if (box[i] == 0 || box[i] > 256) return false;
+    if (estrides[i] == 0 || estrides[i] > 8) return false;
+  }
+  const uint64_t stride_align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
+  for (cuuint32_t i = 0; i + 1 < rank; ++i)
+    if (strides[i] % stride_align != 0 || strides[i] >= (uint64_t(1) << 40)) return false;
+  const size_t inner_bytes = box[0] * esize;
+  if (!interleaved && inner_bytes % 16 != 0) return false;
+  if (interleave == CU_TENSOR_MAP_INTERLEAVE_32B && swizzle != CU_TENSOR_MAP_SWIZZLE_32B)
+    return false;
+  if (!interleaved && swizzle != CU_TENSOR_MAP_SWIZZLE_NONE) {
+    size_t span = swizzle == CU_TENSOR_MAP_SWIZZLE_32B   ? 32
+                  : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64
+                                                         : 128;
+    if (inner_bytes > span) return false;
+  }
+  return true;
+}
+
+CUresult emu_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
+                                    void* address, const cuuint64_t* dims,
+                                    const cuuint64_t* strides, const cuuint32_t* box,
+                                    const cuuint32_t* estrides, CUtensorMapInterleave interleave,
+                                    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                    CUtensorMapFloatOOBfill oob) {
+  EMU_ENTER();
+  (void)s;
+  if (!tiled_arguments_valid(map, dtype, rank, address, dims, strides, box, estrides, interleave,
+                             swizzle, l2, oob))
+    return CUDA_ERROR_INVALID_VALUE;
+  uint64_t* w = map->opaque;
+  std::memset(w, 0, sizeof map->opaque);
+  w[0] = kTensorMapMagic;
+  w[1] = uint64_t(static_cast<uint8_t>(dtype)) | uint64_t(static_cast<uint8_t>(rank)) << 8 |
+         uint64_t(static_cast<uint8_t>(interleave)) << 16 |
+         uint64_t(static_cast<uint8_t>(swizzle)) << 24 | uint64_t(static_cast<uint8_t>(l2)) << 32 |
+         uint64_t(static_cast<uint8_t>(oob)) << 40;
+  w[2] = reinterpret_cast<uintptr_t>(address);
+  for (cuuint32_t i = 0; i < rank; ++i) {
+    w[3 + i] = dims[i];
+    if (i + 1 < rank) w[8 + i] = strides[i];
+    if (i < 4)
+      w[12] |= uint64_t(box[i]) << (16 * i);
+    else
+      w[13] |= uint64_t(box[i]);
+    w[13] |= uint64_t(estrides[i]) << (16 + 8 * i);
+  }
+  return CUDA_SUCCESS;
+}
+
+#undef EMU_ENTER
+
+void build_table() {
+  g_table = DriverApi();
+#define TMASHMEM_EMU_ASSIGN(name, sig) g_table.name = &emu_##name;
+  TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_EMU_ASSIGN)
+#undef TMASHMEM_EMU_ASSIGN
+  g_table.origin = kOrigin;
+}
+
+bool state_is_empty(const State& s) {
+  return s.allocations.empty() && s.mappings.empty() && s.reservations.empty() && s.buffers.empty();
+}
+
+}  // namespace
+
+size_t tensor_element_bytes(CUtensorMapDataType dtype) {
+  switch (dtype) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8:
+      return 1;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+      return 2;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32:
+    case CU_TENSOR_MAP_DATA_TYPE_INT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ:
+      return 4;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT64:
+    case CU_TENSOR_MAP_DATA_TYPE_INT64:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+bool decode_tensor_map(const CUtensorMap& map, TensorMapFields* out) {
+  const uint64_t* w = map.opaque;
+  if (w[0] != kTensorMapMagic || !out) return false;
+  TensorMapFields f;
+  std::memset(&f, 0, sizeof f);
+  f.dtype = static_cast<CUtensorMapDataType>(w[1] & 0xff);
+  f.rank = static_cast<uint32_t>((w[1] >> 8) & 0xff);
+  f.interleave = static_cast<CUtensorMapInterleave>((w[1] >> 16) & 0xff);
+  f.swizzle = static_cast<CUtensorMapSwizzle>((w[1] >> 24) & 0xff);
+  f.l2_promotion = static_cast<CUtensorMapL2promotion>((w[1] >> 32) & 0xff);
+  f.oob_fill = static_cast<CUtensorMapFloatOOBfill>((w[1] >> 40) & 0xff);
+  if (f.rank < 1 || f.rank > 5) return false;
+  f.address = w[2];
+  for (uint32_t i = 0; i < 5; ++i) {
+    f.dims[i] = w[3 + i];
+    if (i < 4) {
+      f.strides[i] = w[8 + i];
+      f.box[i] = static_cast<uint32_t>((w[12] >> (16 * i)) & 0xffff);
+    } else {
+      f.box[i] = static_cast<uint32_t>(w[13] & 0xffff);
+    }
+    f.element_strides[i] = static_cast<uint32_t>((w[13] >> (16 + 8 * i)) & 0xff);
+  }
+  *out = f;
+  return true;
+}
+
+void install(const Options& options) {
+  Options o = options;
+  if (const char* env = std::getenv(kEnvDevices)) {
+    char* end = nullptr;
+    errno = 0;
+    long n = std::strtol(env, &end, 10);
+    if (end == env || *end != '\0' || errno != 0 || n < 0 || n > kMaxDevices)
+      throw std::invalid_argument(std::string(kEnvDevices) + "=" + env +
+                                  ": expected a device count from 0 to 64");
+    o.device_count = static_cast<int>(n);
+  }
+  if (o.device_count < 0 || o.device_count > kMaxDevices)
+    throw std::invalid_argument("tmashmem::emu::Options::device_count must be 0..64");
+  long page = ::sysconf(_SC_PAGESIZE);
+  if (!is_power_of_two(o.granularity) || page <= 0 ||
+      o.granularity % static_cast<size_t>(page) != 0)
+    throw std::invalid_argument(
+        "tmashmem::emu::Options::granularity must be a power of two multiple of the page size");
+  for (const auto& pair : o.no_p2p)
+    if (pair.first < 0 || pair.second < 0 || pair.first >= kMaxDevices ||
+        pair.second >= kMaxDevices)
+      throw std::invalid_argument("tmashmem::emu::Options::no_p2p names a device outside 0..63");
+  if (!o.device_name) o.device_name = "";
+
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    // A previous emulator with live objects is leaked on purpose: the runtime or a test may
+    // still hold pointers into its mappings, which must stay valid.
+    if (g_state && state_is_empty(*g_state)) delete g_state;
+    g_state = new State();
+    g_state->options = o;
+    g_state->generation = ++g_generation;
+    build_table();
+  }
+  install_driver(&g_table);
+}
+
+void uninstall() { install_driver(nullptr); }
+
+Counts counts() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Counts c;
+  std::memset(&c, 0, sizeof c);
+  if (!g_state) return c;
+  const State& s = *g_state;
+  for (const auto& entry : s.allocations) {
+    const Allocation& a = entry.second;
+    if (a.handle_live) ++c.allocations;
+    if (a.fd >= 0) ++c.open_memfds;
+    if (a.created) c.created_bytes += a.bytes;
+  }
+  c.mappings = static_cast<long>(s.mappings.size());
+  c.reservations = static_cast<long>(s.reservations.size());
+  c.device_buffers = static_cast<long>(s.buffers.size());
+  c.multicast_calls = 0;
+  return c;
+}
+
+}  // namespace emu
+}  // namespace tmashmem
