@@ -188,6 +188,10 @@ void SymmetricHeap::release_chunk(Chunk* chunk) {
 
 tmashmem_status_t SymmetricHeap::share_posix_fd(Chunk* chunk, uint32_t sequence) {
   const int me = setup_.my_slot;
+  bool any_peer = false;
+  for (size_t s = 0; s < chunk->slots.size(); ++s)
+    any_peer = any_peer || (static_cast<int>(s) != me && setup_.reachable[s]);
+  if (!any_peer) return TMASHMEM_SUCCESS;  // nothing to export
   int fd = -1;
   TMASHMEM_CU(cuMemExportToShareableHandle(&fd, chunk->slots[static_cast<size_t>(me)].handle,
                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
