@@ -114,6 +114,74 @@ const char* tmashmem_error_string(tmashmem_status_t status);
 /* The calling thread's last error message ("" if none). Valid until the next call. */
 const char* tmashmem_last_error(void);
 
+/* ------------------------------------------------------------------------------------ */
+/* On-stream operations                                                                 */
+/* ------------------------------------------------------------------------------------ */
+/* Communication enqueued on a CUDA stream: it runs in stream order with the stream's
+ * other work, and every call may be captured into a CUDA graph and replayed (no host
+ * synchronisation, no allocation, no host-side waiting on the capture path). Each
+ * call checks its arguments on the host and returns an error without enqueueing
+ * anything when they are wrong; errors of the GPU work itself surface at the
+ * stream's next synchronisation, like any kernel's.
+ *
+ * `stream` is a cudaStream_t (or CUstream) of the device tmashmem_init chose
+ * (tmashmem_device()); 0 is the legacy default stream. The library launches its
+ * small kernels through its own copy of the CUDA runtime, in the device's primary
+ * context, so streams created by the application's runtime or driver API work. */
+
+/* The same type as cudaStream_t and CUstream (declared here so that this header
+ * needs no CUDA header). */
+typedef struct CUstream_st* tmashmem_stream_t;
+
+/* How tmashmem_signal_op_on_stream (and the device signal_op) updates a signal. */
+typedef enum tmashmem_signal_op {
+  TMASHMEM_SIGNAL_SET = 0, /* signal = value */
+  TMASHMEM_SIGNAL_ADD = 1  /* signal += value, atomically */
+} tmashmem_signal_op_t;
+
+/* When a signal wait ends: when `signal <cmp> value` holds (unsigned 64-bit). */
+typedef enum tmashmem_cmp {
+  TMASHMEM_CMP_EQ = 0,
+  TMASHMEM_CMP_NE = 1,
+  TMASHMEM_CMP_GT = 2,
+  TMASHMEM_CMP_GE = 3,
+  TMASHMEM_CMP_LT = 4,
+  TMASHMEM_CMP_LE = 5
+} tmashmem_cmp_t;
+
+/* COLLECTIVE (every PE enqueues the same sequence of barriers). When the barrier
+ * kernel runs, the stream's earlier work on every PE is complete and visible to
+ * every PE, and no PE's later stream work starts before every PE reached it.
+ * Shares its counters with the device barriers (tmashmem/device/barrier.cuh): at
+ * most one barrier (device or on-stream) may be in flight per PE at a time. Needs
+ * every PE to be load/store reachable (TMASHMEM_ERROR_NOT_SUPPORTED otherwise). */
+tmashmem_status_t tmashmem_barrier_all_on_stream(tmashmem_stream_t stream);
+
+/* Copies `bytes` from local `src` (device or pinned host memory) to PE `pe`'s copy
+ * of symmetric `dest`, with the copy engine through the peer mapping. Completes in
+ * stream order: the stream's next operation sees it finished. */
+tmashmem_status_t tmashmem_putmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
+                                            tmashmem_stream_t stream);
+
+/* Copies `bytes` from PE `pe`'s copy of symmetric `src` to local `dest`, with the copy
+ * engine through the peer mapping. */
+tmashmem_status_t tmashmem_getmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
+                                            tmashmem_stream_t stream);
+
+/* Updates PE `pe`'s copy of the symmetric signal `sig` (8-byte aligned) with `op`
+ * (a tmashmem_signal_op_t) and `value`, once the stream's earlier work is complete,
+ * with release semantics: a PE that sees the new value also sees that work's
+ * writes. */
+tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
+                                               tmashmem_stream_t stream);
+
+/* Holds the stream until this PE's signal `sig` (8-byte aligned) satisfies
+ * `*sig <cmp> value` (`cmp` a tmashmem_cmp_t); the stream's later work sees what
+ * the signalling PE published before its signal (acquire). Waits without a bound,
+ * on one thread of the GPU. */
+tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
+                                                       tmashmem_stream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,28 @@
+// tmashmem device API: the umbrella header. Include it in any CUDA translation unit
+// (no relocatable device code needed) and take the context by value:
+//
+//   #include <tmashmem/device.cuh>
+//   __global__ void kernel(const __grid_constant__ tmashmem_ctx_t ctx, float* x) {
+//     tmashmem::put_signal_block(ctx, x, local, bytes, sig, 1, tmashmem::SignalOp::Set, peer);
+//   }
+//
+// One concept per header; each states its memory-ordering contract at the top.
+#pragma once
+
+#include "tmashmem/ctx.h"
+#include "tmashmem/device/atomic.cuh"
+#include "tmashmem/device/barrier.cuh"
+#include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/order.cuh"
+#include "tmashmem/device/rma.cuh"
+#include "tmashmem/device/signal.cuh"
+#include "tmashmem/device/signal_pad.h"
+#include "tmashmem/device/status.cuh"
+
+// Written alongside this API; included when present.
+#if __has_include("tmashmem/device/tile.cuh")
+#include "tmashmem/device/tile.cuh"
+#endif
+#if __has_include("tmashmem/device/mbarrier.cuh")
+#include "tmashmem/device/mbarrier.cuh"
+#endif

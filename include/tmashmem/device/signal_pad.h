@@ -1,0 +1,61 @@
+/* Layout of the signal pad: the library-owned symmetric region every PE has at
+ * tmashmem_ctx_t.signal_pad (TMASHMEM_SIGNAL_PAD_BYTES bytes, zeroed by the runtime
+ * at init, never reset afterwards).
+ *
+ * Shared by host and device code; plain C. Every counter below only grows (epochs
+ * and generations), so the pad needs no re-initialisation between barriers,
+ * kernels or graph replays; 64-bit counters do not wrap in practice.
+ *
+ *   offset     bytes  field
+ *   0          128    grid_arrived     blocks of the running grid that entered the current
+ *                                      device barrier (this PE's GPU only; reset to 0 by
+ *                                      the block that completes the barrier)
+ *   128        128    grid_generation  device barriers this PE has completed (this PE's GPU)
+ *   256        8192   barrier_epoch[q] device barriers PE q has entered, written only by PE q
+ *                                      (a remote store from q's GPU), read only by this PE
+ *   8448       57088  reserved         zero; for later library use (collectives, ...)
+ *
+ * Who writes what: grid_arrived and grid_generation are touched by this PE's GPU
+ * only; barrier_epoch[q] by PE q only. Each lives on its own 128-byte line or in an
+ * array written by remote PEs, so local spinning does not share lines with remote
+ * writers. */
+#ifndef TMASHMEM_DEVICE_SIGNAL_PAD_H
+#define TMASHMEM_DEVICE_SIGNAL_PAD_H
+
+#include <stdint.h>
+
+#include "tmashmem/ctx.h"
+
+/* Bump when the layout below changes (the pad is library-private, so host and
+ * device code of one build always agree; the number is for readers and tools). */
+#define TMASHMEM_SIGNAL_PAD_LAYOUT_VERSION 1u
+
+/* PEs the barrier slots can address. The device barrier also needs every PE to be
+ * load/store reachable, which tmashmem_ctx_t limits to 64 today. */
+#define TMASHMEM_SIGNAL_PAD_MAX_PES 1024u
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tmashmem_signal_pad {
+  uint64_t grid_arrived;
+  uint64_t grid_arrived_line_[15];
+  uint64_t grid_generation;
+  uint64_t grid_generation_line_[15];
+  uint64_t barrier_epoch[TMASHMEM_SIGNAL_PAD_MAX_PES];
+  uint64_t reserved[(TMASHMEM_SIGNAL_PAD_BYTES - 256u) / 8u - TMASHMEM_SIGNAL_PAD_MAX_PES];
+} tmashmem_signal_pad_t;
+
+#ifdef __cplusplus
+}
+static_assert(sizeof(tmashmem_signal_pad_t) == TMASHMEM_SIGNAL_PAD_BYTES,
+              "tmashmem_signal_pad_t must fill the signal pad exactly");
+static_assert(TMASHMEM_SIGNAL_PAD_BARRIER_OFFSET == 0u,
+              "the barrier state sits at the start of the signal pad");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(tmashmem_signal_pad_t) == TMASHMEM_SIGNAL_PAD_BYTES,
+               "tmashmem_signal_pad_t must fill the signal pad exactly");
+#endif
+
+#endif /* TMASHMEM_DEVICE_SIGNAL_PAD_H */
