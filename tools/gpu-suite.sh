@@ -40,6 +40,17 @@ fi
 "$BUILD_DIR/tools/tmashmem-info" -a >"$RESULTS/info.txt" 2>&1
 grep -E "multicast for tmashmem|^\s+\[" "$RESULTS/info.txt"
 
+# MPS lets the kernels of the PEs that share the GPU run at once; without it every
+# cross-PE wait costs a time slice (milliseconds). Stopped on exit whatever happens.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/tmashmem-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/tmashmem-mps-log
+start_mps() {
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && echo "MPS started"
+}
+stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
+trap stop_mps EXIT
+if [ "${TMASHMEM_SUITE_MPS:-1}" = 1 ]; then start_mps; fi
+
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
   (cd "$BUILD_DIR" && ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
