@@ -76,6 +76,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   done
   echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
   cat "$RESULTS/init.csv"
+  t0=$(date +%s)
+  bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
+  rc=$?
+  summary+=("perf: rc=$rc ($(($(date +%s) - t0)) s)")
+  tail -40 "$RESULTS/perf.log"
 fi
 printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"
 # The device tool returns at most 8 files from $OUT: one archive of everything.

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The benchmark suite on a GPU machine: tmashmem-perf and (where built) perf_nvshmem,
+# under MPS, with 1, 2 and 4 PEs where it makes sense; CSVs, logs and PNG plots go to
+# the results folder; a short summary is printed last.
+#
+#   tools/perf/run-perf.sh BUILD_DIR RESULTS_DIR
+#
+# BUILD_DIR holds tools/perf/tmashmem-perf (and perf_nvshmem when configured with
+# TMASHMEM_NVSHMEM_HOME). Takes about 3 to 4 minutes on one H200. Exits non-zero if any
+# run failed (a destination check, a timeout, a crash).
+set -uo pipefail
+BUILD=${1:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
+RESULTS=${2:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PERF_DIR="$BUILD/tools/perf"
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
+
+# Multicast stays off here and in every child (GPU-MACHINE.md).
+export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/mps-pipe} CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/mps-log}
+# NVSHMEM: heap for the largest test; full multi-PE-per-GPU mode under MPS (its
+# synchronising device calls need it); no NCCL inside NVSHMEM.
+export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-3G}
+export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
+NVSHMEM_HOME=${TMASHMEM_NVSHMEM_HOME:-$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)}
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+if [ -n "$NVSHMEM_HOME" ] && [ -d "$NVSHMEM_HOME/lib" ]; then
+  export LD_LIBRARY_PATH="$NVSHMEM_HOME/lib:$LD_LIBRARY_PATH"
+fi
+RUN_TIMEOUT=${RUN_TIMEOUT:-150}  # seconds per mpirun; the programs' own watchdogs are shorter
+
+MPIRUN=(mpirun --oversubscribe --bind-to none
+  -x LD_LIBRARY_PATH -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY
+  -x TMASHMEM_MULTICAST -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
+  -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE -x NVSHMEM_DISABLE_NCCL)
+
+# ---- MPS: started here, stopped on every exit path ----------------------------------
+MPS_STARTED=0
+stop_mps() {
+  if [ "$MPS_STARTED" = 1 ]; then
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    MPS_STARTED=0
+    echo "run-perf: MPS stopped"
+  fi
+}
+trap stop_mps EXIT
+trap 'stop_mps; exit 130' INT TERM
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+if echo get_server_list | nvidia-cuda-mps-control >/dev/null 2>&1; then
+  echo "run-perf: an MPS control daemon is already running; using it (not stopped at the end)"
+elif nvidia-cuda-mps-control -d; then
+  MPS_STARTED=1
+  sleep 1
+  echo "run-perf: MPS started"
+else
+  echo "run-perf: WARNING: could not start MPS; kernels of different PEs will time-slice and" \
+    "ping-pong/barrier numbers will be milliseconds"
+fi
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  echo "NVSHMEM: ${NVSHMEM_HOME:-not found}"
+  echo "MPS started here: $MPS_STARTED"
+} >"$RESULTS/perf-machine.txt"
+
+TM_CSV="$RESULTS/perf_tmashmem.csv"
+NV_CSV="$RESULTS/perf_nvshmem.csv"
+rm -f "$TM_CSV" "$NV_CSV"
+failed=()
+t_start=$(date +%s)
+
+# run NAME NP PROGRAM ARGS...: one mpirun, its log in RESULTS/NAME.log.
+run() {
+  local name=$1 np=$2 prog=$3
+  shift 3
+  local bin="$PERF_DIR/$prog" csv="$TM_CSV"
+  [ "$prog" = perf_nvshmem ] && csv="$NV_CSV"
+  [ -n "${RUN_CSV:-}" ] && csv="$RUN_CSV"
+  if [ ! -x "$bin" ]; then
+    echo "run-perf: $prog not built; skipping $name"
+    return 0
+  fi
+  local t0
+  t0=$(date +%s)
+  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np "$np" "$bin" "$@" --csv "$csv" \
+    >"$RESULTS/$name.log" 2>&1
+  local rc=$?
+  printf 'run-perf: %-28s np=%d rc=%d %3ds\n' "$name" "$np" "$rc" "$(($(date +%s) - t0))"
+  if [ $rc -ne 0 ]; then
+    failed+=("$name (rc=$rc)")
+    grep -E "FAIL|rror|did not finish|abort" "$RESULTS/$name.log" | head -5
+  fi
+}
+
+for prog in tmashmem-perf perf_nvshmem; do
+  case $prog in
+    tmashmem-perf) tag=tmashmem ;;
+    *) tag=nvshmem ;;
+  esac
+  # Bandwidth vs size at 16 SMs and all SMs; 1 PE (its own heap) and 2 PEs.
+  run "$tag.bw.np1" 1 "$prog" bw -b 16K -e 256M -f 4 -s 16,all -r 5
+  run "$tag.bw.np2" 2 "$prog" bw -b 16K -e 256M -f 4 -s 16,all -r 5
+  # Bandwidth vs SM count at 256 MiB.
+  run "$tag.bw_sms.np2" 2 "$prog" bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
+  # Small messages in one persistent kernel.
+  run "$tag.msg.np2" 2 "$prog" msg -b 8 -e 4K -f 8 -s all -r 5
+  # Round trips and device barriers.
+  run "$tag.pingpong.np2" 2 "$prog" pingpong -b 8 -e 1M -f 8 -r 5
+  for np in 1 2 4; do
+    run "$tag.barrier.np$np" "$np" "$prog" barrier -r 5
+  done
+done
+
+# Shapes of the tile and bulk paths, at 256 MiB, each into its own CSV (not plotted):
+# which tile size / stage depth and which issuer count / staging size move the most.
+mkdir -p "$RESULTS/tune"
+for cfg in "8 24" "16 12" "32 6" "64 3"; do
+  read -r rows stages <<<"$cfg"
+  RUN_CSV="$RESULTS/tune/tile_rows${rows}_stages${stages}.csv" \
+    run "tune.tile_rows${rows}_stages${stages}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 \
+    -o tile_put,tile_get --tile-rows "$rows" --tile-stages "$stages"
+done
+for cfg in "1 196608" "2 98304" "4 49152" "8 24576"; do
+  read -r issuers stage <<<"$cfg"
+  RUN_CSV="$RESULTS/tune/nbi_issuers${issuers}_stage${stage}.csv" \
+    run "tune.nbi_issuers${issuers}_stage${stage}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all \
+    -r 3 -o nbi_put,nbi_get --nbi-threads "$issuers" --stage "$stage"
+done
+
+stop_mps
+echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s"
+if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
+  echo "run-perf: shapes at 256 MiB, 2 PEs (GB/s, median):"
+  for f in "$RESULTS"/tune/*.csv; do
+    awk -F, -v cfg="$(basename "$f" .csv)" 'NR > 1 { printf "  %-28s %-10s %3d SMs %9.1f\n", cfg, $3, $5, $14 }' "$f"
+  done | tee "$RESULTS/tune/summary.txt"
+fi
+
+# ---- plots and the summary ---------------------------------------------------------------
+csvs=()
+[ -s "$TM_CSV" ] && csvs+=("$TM_CSV")
+[ -s "$NV_CSV" ] && csvs+=("$NV_CSV")
+if [ ${#csvs[@]} -gt 0 ]; then
+  if python3 "$HERE/plot.py" --out "$RESULTS/plots" "${csvs[@]}" >"$RESULTS/plot.log" 2>&1; then
+    cat "$RESULTS/plots/summary.txt" 2>/dev/null
+  else
+    failed+=("plot.py")
+    tail -20 "$RESULTS/plot.log"
+  fi
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-perf: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "run-perf: all runs passed their destination checks"
