@@ -194,6 +194,7 @@ tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all
 
 void teardown(Runtime& rt) {
   if (rt.context) driver().cuCtxSynchronize();
+  release_tensor_tables();
   rt.heap.destroy();
   rt.allocator.reset(0);
   rt.channel.close();

@@ -68,6 +68,10 @@ tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignmen
 // COLLECTIVE. Frees a block from symmetric_alloc.
 tmashmem_status_t symmetric_free(const char* call, void* ptr);
 
+// Frees the device map tables of tensors still alive at finalize (their handles
+// stay valid host objects: a later tmashmem_tensor_destroy frees the rest).
+void release_tensor_tables();
+
 // Local slot of `pe` (or -1 when it is on another node).
 int local_slot(int pe);
 

@@ -48,12 +48,20 @@ start_mps() {
   nvidia-cuda-mps-control -d && echo "MPS started"
 }
 stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
-trap stop_mps EXIT
+finish() {
+  stop_mps
+  # The device tool returns at most 8 files from $OUT: one archive of everything.
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    tar czf "$OUT/results.tar.gz" -C "$RESULTS" . 2>/dev/null
+    [ -f "$RESULTS/summary.txt" ] && cp "$RESULTS/summary.txt" "$OUT/"
+  fi
+}
+trap finish EXIT
 if [ "${TMASHMEM_SUITE_MPS:-1}" = 1 ]; then start_mps; fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
-  (cd "$BUILD_DIR" && ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
+  (cd "$BUILD_DIR" && timeout "${SUITE_TEST_LIMIT_S:-1500}" ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
   rc=$?
   grep -E "passed, .* failed|tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sort | uniq -c | head -40
   summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E 'tests passed' "$RESULTS/gpu-tests.log")")
@@ -66,7 +74,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   for np in 1 2 4; do
     for prog in bench_init bench_init_nvshmem; do
       [ -x "$BUILD_DIR/tools/perf/$prog" ] || continue
-      NVSHMEM_SYMMETRIC_SIZE=2G mpirun --oversubscribe --bind-to none -np $np \
+      NVSHMEM_SYMMETRIC_SIZE=2G timeout 120 mpirun --oversubscribe --bind-to none -np $np \
         -x LD_LIBRARY_PATH -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_DISABLE_NVLS -x NCCL_NVLS_ENABLE \
         -x TMASHMEM_MULTICAST -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
         "$BUILD_DIR/tools/perf/$prog" 10 $((1 << 30)) >"$RESULTS/$prog.np$np.log" 2>&1
@@ -77,14 +85,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
   cat "$RESULTS/init.csv"
   t0=$(date +%s)
-  bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
+  timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
   rc=$?
   summary+=("perf: rc=$rc ($(($(date +%s) - t0)) s)")
   tail -40 "$RESULTS/perf.log"
 fi
 printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"
-# The device tool returns at most 8 files from $OUT: one archive of everything.
-if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
-  tar czf "$OUT/results.tar.gz" -C "$RESULTS" .
-  cp "$RESULTS/summary.txt" "$OUT/"
-fi

@@ -1,0 +1,440 @@
+// Symmetric tensors: descriptor checks, the backing store, one CUtensorMap per reachable
+// local PE in a device table, and the POD handle kernels take (DESIGN.md, decision 6).
+//
+// Collective calls agree on every step: a descriptor that fails validation, differs between
+// PEs, or cannot be encoded on one PE is an error on every PE, never a hang.
+#include "tmashmem/tensor.h"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+#include "runtime/tensor_desc.h"
+
+static_assert(sizeof(CUtensorMap) == TMASHMEM_TENSOR_MAP_BYTES,
+              "the map table holds 128-byte CUtensorMaps");
+
+struct tmashmem_tensor {
+  uint64_t job_id = 0;  // the tmashmem_init generation the tensor belongs to
+  bool owns_memory = false;
+  tmashmem_tensor_desc_t desc{};
+  tmashmem::TensorLayout layout;
+  void* data = nullptr;
+  uint64_t offset = 0;  // of data in the heap
+  int my_pe = 0;
+  int first_local_pe = 0;
+  int n_local_pes = 0;
+  uint64_t reachable = 0;  // bit s: maps[s] is valid
+  uint64_t peer_stride = 0;
+  std::vector<CUtensorMap> maps;  // n_local_pes + 1: the last slot is reserved for multicast
+  CUdeviceptr table = 0;
+};
+
+namespace tmashmem {
+namespace {
+
+std::set<tmashmem_tensor*>& live_tensors() {
+  static std::set<tmashmem_tensor*> live;
+  return live;
+}
+
+}  // namespace
+
+void release_tensor_tables() {
+  for (tmashmem_tensor* t : live_tensors()) {
+    if (t->table) driver().cuMemFree(t->table);
+    t->table = 0;
+  }
+}
+
+namespace {
+
+// What one PE says about a collective tensor call.
+struct TensorCallRecord {
+  int32_t status;
+  int32_t has_desc;
+  tmashmem_tensor_desc_t desc;
+  uint64_t offset;  // view: heap offset of the pointer
+  char message[384];
+};
+
+struct StepVerdict {
+  int32_t status;
+  char message[500];
+};
+
+// COLLECTIVE: every PE learns whether any PE failed `step`, with that PE's message.
+tmashmem_status_t agree(const char* call, const char* step, tmashmem_status_t mine) {
+  Bootstrap& bs = *runtime().bootstrap;
+  StepVerdict v;
+  std::memset(&v, 0, sizeof v);
+  v.status = mine;
+  std::string saved = last_error();
+  if (mine != TMASHMEM_SUCCESS) std::snprintf(v.message, sizeof v.message, "%s", saved.c_str());
+  std::vector<StepVerdict> all(static_cast<size_t>(bs.size()));
+  TMASHMEM_TRY(bs.allgather(&v, all.data(), sizeof v));
+  if (mine != TMASHMEM_SUCCESS) return restore_error(mine, saved);
+  for (int pe = 0; pe < bs.size(); ++pe) {
+    const StepVerdict& other = all[static_cast<size_t>(pe)];
+    if (other.status != TMASHMEM_SUCCESS)
+      return set_error(static_cast<tmashmem_status_t>(other.status),
+                       "%s failed on PE %d while %s: %s", call, pe, step, other.message);
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+// The descriptor as named values, in a fixed order, for the symmetry check.
+std::vector<std::pair<std::string, uint64_t>> named_fields(const tmashmem_tensor_desc_t& d) {
+  std::vector<std::pair<std::string, uint64_t>> f;
+  f.emplace_back("desc.dtype", d.dtype);
+  f.emplace_back("desc.rank", d.rank);
+  for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK; ++i)
+    f.emplace_back(format_string("desc.dims[%d]", i), d.dims[i]);
+  for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK - 1; ++i)
+    f.emplace_back(format_string("desc.byte_strides[%d]", i), d.byte_strides[i]);
+  for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK; ++i)
+    f.emplace_back(format_string("desc.box[%d]", i), d.box[i]);
+  for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK; ++i)
+    f.emplace_back(format_string("desc.element_strides[%d]", i), d.element_strides[i]);
+  f.emplace_back("desc.interleave", d.interleave);
+  f.emplace_back("desc.swizzle", d.swizzle);
+  f.emplace_back("desc.l2_promotion", d.l2_promotion);
+  f.emplace_back("desc.oob_fill", d.oob_fill);
+  return f;
+}
+
+// Names the first field (or the view's heap offset) on which some PE differs from PE 0.
+tmashmem_status_t check_same_everywhere(const char* call, const std::vector<TensorCallRecord>& all,
+                                        bool is_view) {
+  const auto ref = named_fields(all[0].desc);
+  std::vector<std::vector<std::pair<std::string, uint64_t>>> fields;
+  for (const TensorCallRecord& r : all) fields.push_back(named_fields(r.desc));
+  const size_t n_fields = ref.size() + (is_view ? 1 : 0);
+  for (size_t k = 0; k < n_fields; ++k) {
+    const bool offset_field = k == ref.size();
+    const char* name = offset_field ? "the heap offset of symmetric_ptr" : ref[k].first.c_str();
+    uint64_t want = offset_field ? all[0].offset : ref[k].second;
+    std::string differing;
+    int count = 0;
+    for (size_t pe = 1; pe < all.size(); ++pe) {
+      uint64_t v = offset_field ? all[pe].offset : fields[pe][k].second;
+      if (v == want) continue;
+      if (++count <= 4)
+        differing += format_string("%s%llu on PE %zu", count > 1 ? ", " : "",
+                                   static_cast<unsigned long long>(v), pe);
+    }
+    if (count > 4) differing += format_string(" and %d more PEs", count - 4);
+    if (count)
+      return set_error(TMASHMEM_ERROR_SYMMETRY,
+                       "%s is collective but the PEs describe different tensors: %s = %llu on PE 0 "
+                       "but %s; every PE must pass the same descriptor%s",
+                       call, name, static_cast<unsigned long long>(want), differing.c_str(),
+                       is_view ? " and a pointer at the same heap offset" : "");
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+// Looks `t` up among the live tensors of this init generation.
+tmashmem_status_t find_tensor(const char* call, tmashmem_tensor_t t) {
+  Runtime& rt = runtime();
+  TMASHMEM_TRY(require_initialized(call));
+  if (!t || live_tensors().count(t) == 0)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s(%p): not a live tensor; pass a handle from tmashmem_tensor_create or "
+                     "tmashmem_tensor_view that has not been destroyed",
+                     call, static_cast<void*>(t));
+  if (t->job_id != rt.job_id)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s(%p): the tensor was created before tmashmem_finalize and died with it; "
+                     "create it again after tmashmem_init",
+                     call, static_cast<void*>(t));
+  return TMASHMEM_SUCCESS;
+}
+
+// Encodes the maps and uploads the table. Local; the caller agrees on the outcome.
+tmashmem_status_t build_maps(const char* call, tmashmem_tensor* t) {
+  Runtime& rt = runtime();
+  const TensorMapArgs a = tensor_map_args(t->desc);
+  t->maps.assign(static_cast<size_t>(t->n_local_pes) + 1, CUtensorMap{});
+  for (int slot = 0; slot < t->n_local_pes; ++slot) {
+    if (!rt.reachable[static_cast<size_t>(slot)]) continue;  // stays all-zero
+    int pe = t->first_local_pe + slot;
+    void* address = rt.heap.translate(t->data, pe);
+    if (!address)
+      return set_error(
+          TMASHMEM_ERROR_INTERNAL,
+          "%s: PE %d is reachable but the heap has no address for it (heap offset %llu)", call, pe,
+          static_cast<unsigned long long>(t->offset));
+    CUresult r = driver().cuTensorMapEncodeTiled(
+        &t->maps[static_cast<size_t>(slot)], a.dtype, a.rank, address, a.dims, a.strides, a.box,
+        a.element_strides, a.interleave, a.swizzle, a.l2_promotion, a.oob_fill);
+    if (r != CUDA_SUCCESS) {
+      cuda_error(r, "cuTensorMapEncodeTiled", __FILE__, __LINE__);
+      return set_error(TMASHMEM_ERROR_CUDA,
+                       "%s: encoding the tensor map of PE %d at %p failed although the descriptor "
+                       "passed tmashmem's checks (please report it): %s",
+                       call, pe, address, last_error().c_str());
+    }
+    t->reachable |= uint64_t(1) << slot;
+  }
+  const size_t bytes = t->maps.size() * sizeof(CUtensorMap);
+  TMASHMEM_CU(cuMemAlloc(&t->table, bytes));
+  if (t->table % TMASHMEM_TENSOR_MAP_BYTES != 0)
+    return set_error(TMASHMEM_ERROR_INTERNAL, "%s: cuMemAlloc returned %p, not 128-byte aligned",
+                     call, reinterpret_cast<void*>(t->table));
+  TMASHMEM_CU(cuMemcpyHtoD(t->table, t->maps.data(), bytes));
+  return TMASHMEM_SUCCESS;
+}
+
+// COLLECTIVE. tensor_create (view == nullptr) and tensor_view.
+tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
+                              const tmashmem_tensor_desc_t* desc, tmashmem_tensor_t* out) {
+  Runtime& rt = runtime();
+  if (out) *out = nullptr;
+  TMASHMEM_TRY(require_initialized(call));
+
+  // 1. Local checks; every PE learns every verdict before anything is allocated.
+  TensorLayout layout;
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  size_t offset = 0;
+  if (!out)
+    st = set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                   "%s: out is NULL: pass a tmashmem_tensor_t to fill", call);
+  if (st == TMASHMEM_SUCCESS) st = validate_tensor_desc(call, desc, &layout);
+  if (st == TMASHMEM_SUCCESS && is_view) {
+    if (!view)
+      st = set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: symmetric_ptr is NULL; pass memory from tmashmem_malloc", call);
+    else if (!rt.heap.offset_of(view, &offset))
+      st =
+          set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                    "%s: symmetric_ptr %p is not in this PE's symmetric heap [%p, %p); pass memory "
+                    "from tmashmem_malloc (or a tensor's data)",
+                    call, view, reinterpret_cast<void*>(rt.heap.my_base()),
+                    reinterpret_cast<void*>(rt.heap.my_base() + rt.heap.max_bytes()));
+    else
+      st = validate_tensor_placement(call, layout, reinterpret_cast<uint64_t>(view),
+                                     rt.heap.my_base(), rt.heap.my_base() + rt.heap.backed_bytes(),
+                                     "the heap's backed range");
+  }
+  TensorCallRecord mine;
+  std::memset(&mine, 0, sizeof mine);
+  mine.status = st;
+  mine.has_desc = desc != nullptr;
+  if (desc) mine.desc = *desc;
+  mine.offset = offset;
+  std::string my_message = last_error();
+  if (st != TMASHMEM_SUCCESS)
+    std::snprintf(mine.message, sizeof mine.message, "%s", my_message.c_str());
+  Bootstrap& bs = *rt.bootstrap;
+  std::vector<TensorCallRecord> all(static_cast<size_t>(bs.size()));
+  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  if (st != TMASHMEM_SUCCESS) return restore_error(st, my_message);
+  for (int pe = 0; pe < bs.size(); ++pe)
+    if (all[static_cast<size_t>(pe)].status != TMASHMEM_SUCCESS)
+      return set_error(static_cast<tmashmem_status_t>(all[static_cast<size_t>(pe)].status),
+                       "%s failed on PE %d: %s", call, pe, all[static_cast<size_t>(pe)].message);
+  TMASHMEM_TRY(check_same_everywhere(call, all, is_view));
+
+  // 2. The backing store.
+  auto t = std::unique_ptr<tmashmem_tensor>(new tmashmem_tensor);
+  t->job_id = rt.job_id;
+  t->desc = *desc;
+  t->layout = layout;
+  t->my_pe = bs.rank();
+  t->first_local_pe = rt.first_local_pe;
+  t->n_local_pes = rt.n_local_pes;
+  t->peer_stride = rt.heap.stride();
+  if (is_view) {
+    t->data = view;
+    t->offset = offset;
+  } else {
+    TMASHMEM_TRY(
+        symmetric_alloc(call, static_cast<size_t>(layout.extent_bytes), 256, false, {}, &t->data));
+    t->owns_memory = true;
+    rt.heap.offset_of(t->data, &offset);
+    t->offset = offset;
+  }
+
+  // 3. Maps and table, agreed; on any PE's failure every PE releases what it made.
+  st = agree(call, "encoding the tensor maps", build_maps(call, t.get()));
+  if (st != TMASHMEM_SUCCESS) {
+    std::string message = last_error();
+    if (t->table) driver().cuMemFree(t->table);
+    if (t->owns_memory) symmetric_free(call, t->data);
+    return restore_error(st, message);
+  }
+  live_tensors().insert(t.get());
+  *out = t.release();
+  return TMASHMEM_SUCCESS;
+}
+
+}  // namespace
+}  // namespace tmashmem
+
+using namespace tmashmem;
+
+extern "C" {
+
+tmashmem_status_t tmashmem_tensor_desc_init(tmashmem_tensor_desc_t* desc, tmashmem_dtype_t dtype,
+                                            uint32_t rank, const uint64_t* dims,
+                                            const uint32_t* box) {
+  const char* call = "tmashmem_tensor_desc_init";
+  if (!desc || !dims || !box)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: desc, dims and box must not be NULL (desc %p, "
+                     "dims %p, box %p)",
+                     call, static_cast<void*>(desc), static_cast<const void*>(dims),
+                     static_cast<const void*>(box));
+  const uint32_t elem = dtype_bytes(static_cast<uint32_t>(dtype));
+  if (elem == 0)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: dtype = %d is not a tmashmem_dtype_t; use a TMASHMEM_DTYPE_* constant",
+                     call, static_cast<int>(dtype));
+  if (rank < 1 || rank > TMASHMEM_TENSOR_MAX_RANK)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: rank = %u is outside 1..5: TMA tensors have 1 to 5 dimensions", call,
+                     rank);
+  std::memset(desc, 0, sizeof *desc);
+  desc->version = TMASHMEM_TENSOR_DESC_VERSION;
+  desc->dtype = static_cast<uint32_t>(dtype);
+  desc->rank = rank;
+  unsigned __int128 stride = elem;
+  for (uint32_t i = 0; i < rank; ++i) {
+    desc->dims[i] = dims[i];
+    desc->box[i] = box[i];
+    desc->element_strides[i] = 1;
+    stride *= dims[i];
+    if (i + 1 < rank) {
+      if (stride > static_cast<unsigned __int128>(~uint64_t(0)))
+        return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                         "%s: dims[0..%u] multiply out to more than 2^64 bytes of %s; check dims",
+                         call, i, dtype_name(static_cast<uint32_t>(dtype)));
+      desc->byte_strides[i] = static_cast<uint64_t>(stride);
+    }
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_tensor_desc_check(const tmashmem_tensor_desc_t* desc,
+                                             size_t* extent_bytes) {
+  TensorLayout layout;
+  TMASHMEM_TRY(validate_tensor_desc("tmashmem_tensor_desc_check", desc, &layout));
+  if (extent_bytes) *extent_bytes = static_cast<size_t>(layout.extent_bytes);
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_tensor_create(const tmashmem_tensor_desc_t* desc,
+                                         tmashmem_tensor_t* out) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  return make_tensor("tmashmem_tensor_create", false, nullptr, desc, out);
+}
+
+tmashmem_status_t tmashmem_tensor_view(void* symmetric_ptr, const tmashmem_tensor_desc_t* desc,
+                                       tmashmem_tensor_t* out) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  return make_tensor("tmashmem_tensor_view", true, symmetric_ptr, desc, out);
+}
+
+tmashmem_status_t tmashmem_tensor_destroy(tmashmem_tensor_t tensor) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  const char* call = "tmashmem_tensor_destroy";
+  TMASHMEM_TRY(require_initialized(call));
+  tmashmem_status_t found = tensor ? find_tensor(call, tensor) : TMASHMEM_SUCCESS;
+  std::string message = last_error();
+  // The key every PE must agree on: NULL, an invalid handle, or the tensor's heap offset.
+  constexpr uint64_t kNull = ~uint64_t(0) - 1, kInvalid = ~uint64_t(0);
+  uint64_t key = !tensor ? kNull : found != TMASHMEM_SUCCESS ? kInvalid : tensor->offset;
+  TMASHMEM_TRY(check_symmetric(call, {{"heap offset of the tensor", key}}));
+  if (!tensor) return TMASHMEM_SUCCESS;
+  if (found != TMASHMEM_SUCCESS) {
+    if (live_tensors().count(tensor) && tensor->job_id != rt.job_id) {
+      live_tensors().erase(tensor);  // a previous generation's: only the host part is left
+      delete tensor;
+    }
+    return restore_error(found, message);
+  }
+  live_tensors().erase(tensor);
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  CUresult r = driver().cuMemFree(tensor->table);
+  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuMemFree (tensor map table)", __FILE__, __LINE__);
+  message = last_error();
+  tmashmem_status_t freed =
+      tensor->owns_memory ? symmetric_free(call, tensor->data) : TMASHMEM_SUCCESS;
+  delete tensor;
+  if (freed != TMASHMEM_SUCCESS) return freed;
+  return st == TMASHMEM_SUCCESS ? st : restore_error(st, message);
+}
+
+void* tmashmem_tensor_data(tmashmem_tensor_t tensor) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  if (find_tensor("tmashmem_tensor_data", tensor) != TMASHMEM_SUCCESS) return nullptr;
+  return tensor->data;
+}
+
+tmashmem_status_t tmashmem_tensor_get_map(tmashmem_tensor_t tensor, int pe, void* out128) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  const char* call = "tmashmem_tensor_get_map";
+  TMASHMEM_TRY(find_tensor(call, tensor));
+  if (!out128)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: out128 is NULL; pass 128 bytes (a CUtensorMap) to fill", call);
+  int slot = pe - tensor->first_local_pe;
+  if (pe < 0 || pe >= rt.bootstrap->size() || slot < 0 || slot >= tensor->n_local_pes)
+    return set_error(
+        TMASHMEM_ERROR_INVALID_VALUE,
+        "%s: pe = %d is not a PE of this node (PEs %d..%d of %d): tensor maps exist only "
+        "for load/store reachable PEs",
+        call, pe, tensor->first_local_pe, tensor->first_local_pe + tensor->n_local_pes - 1,
+        rt.bootstrap->size());
+  if (!((tensor->reachable >> slot) & 1))
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: pe = %d is on this node but not load/store reachable from PE %d (no peer "
+                     "access between their GPUs), so it has no tensor map",
+                     call, pe, tensor->my_pe);
+  std::memcpy(out128, &tensor->maps[static_cast<size_t>(slot)], sizeof(CUtensorMap));
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile_tensor_t* out) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  const char* call = "tmashmem_tensor_device";
+  TMASHMEM_TRY(find_tensor(call, tensor));
+  if (!out)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: out is NULL; pass a tmashmem_tile_tensor_t",
+                     call);
+  const tmashmem_tensor_desc_t& d = tensor->desc;
+  std::memset(out, 0, sizeof *out);
+  out->version = TMASHMEM_TILE_TENSOR_VERSION;
+  out->dtype = d.dtype;
+  out->rank = d.rank;
+  out->elem_bytes = tensor->layout.elem_bytes;
+  for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK; ++i) {
+    out->box[i] = d.box[i];
+    out->dims[i] = d.dims[i];
+  }
+  out->box_bytes = tensor->layout.box_bytes;
+  out->smem_bytes = tensor->layout.smem_bytes;
+  out->swizzle = d.swizzle;
+  out->interleave = d.interleave;
+  out->my_pe = tensor->my_pe;
+  out->first_local_pe = tensor->first_local_pe;
+  out->n_local_pes = tensor->n_local_pes;
+  out->reachable_lo = static_cast<uint32_t>(tensor->reachable);
+  out->reachable_hi = static_cast<uint32_t>(tensor->reachable >> 32);
+  out->has_multicast = 0;
+  out->maps = static_cast<uint64_t>(tensor->table);
+  out->data = reinterpret_cast<uint64_t>(tensor->data);
+  out->peer_stride = tensor->peer_stride;
+  return TMASHMEM_SUCCESS;
+}
+
+}  // extern "C"
