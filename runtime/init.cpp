@@ -247,6 +247,10 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
     rt.reachable[static_cast<size_t>(s)] =
         ((mine.reach_mask >> s) & 1) && ((theirs >> rt.my_slot) & 1);
   }
+  rt.one_gpu = true;
+  for (const PeInfo& p : all)
+    rt.one_gpu = rt.one_gpu && std::memcmp(&p.uuid, &mine.uuid, sizeof(CUuuid)) == 0;
+  rt.one_gpu = rt.one_gpu && rt.n_local_pes == bs.size();
   TMASHMEM_TRY(agree(choose_handle_type(rt, all), "choosing the memory handle type"));
 
   rt.job_id = bs.rank() == 0 ? random_job_id() : 0;

@@ -11,6 +11,11 @@
 
 #define TMASHMEM_CTX_VERSION 1u
 
+/* Every PE of the job runs on this PE's GPU (one GPU, several processes): signals
+ * and their waits may then order memory at GPU scope instead of system scope, since
+ * every thread that can observe them, and every byte they publish, is on this GPU. */
+#define TMASHMEM_CTX_FLAG_ONE_GPU 1u
+
 /* Bytes of the per-rank signal pad: a symmetric region the library reserves at
  * the start of every heap for its own signals (device barriers, on-stream ops). */
 #define TMASHMEM_SIGNAL_PAD_BYTES (64u * 1024u)
@@ -31,7 +36,7 @@ typedef struct tmashmem_ctx {
   int32_t n_local_pes;
   uint32_t reachable_lo; /* bit i: local PE first_local_pe + i is mapped (load/store reachable) */
   uint32_t reachable_hi; /* bits 32..63 of the same mask */
-  uint32_t reserved0;
+  uint32_t flags;        /* TMASHMEM_CTX_FLAG_* */
   uint64_t heap_base;    /* this rank's heap window (device address) */
   uint64_t peer_stride;  /* bytes between two consecutive PEs' windows */
   uint64_t heap_size;    /* bytes of the heap currently backed by memory on every rank */

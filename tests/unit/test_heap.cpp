@@ -80,6 +80,7 @@ TEST_CASE("heap: allocations are symmetric and aligned; tmashmem_ptr is address 
   CHECK(ctx.n_pes == n);
   CHECK(ctx.heap_base <= reinterpret_cast<uint64_t>(a));
   CHECK(ctx.signal_pad == reinterpret_cast<uint64_t>(tmashmem_signal_pad()));
+  CHECK((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);  // one emulated device: every PE shares it
   for (int pe = 0; pe < n; ++pe) {
     // The device computes peer addresses as p + (pe - me) * stride; the host must agree.
     uintptr_t expect = reinterpret_cast<uintptr_t>(b) + static_cast<uintptr_t>((pe - me) * static_cast<long>(ctx.peer_stride));
@@ -255,6 +256,7 @@ TEST_CASE("heap: peers on devices without P2P are not mapped and tmashmem_ptr sa
   tmashmem_ctx_t ctx;
   REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
   for (int pe = 0; pe < n; ++pe) CHECK((((ctx.reachable_lo >> pe) & 1) != 0) == (pe % 2 == me % 2));
+  CHECK((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0);  // PEs on two devices
   // Reachable peers (same parity) still exchange correctly.
   if (n % 2 == 0 && n >= 4) {
     auto* peer = static_cast<uint8_t*>(tmashmem_ptr(x, (me + 2) % n));

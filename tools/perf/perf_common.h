@@ -111,8 +111,8 @@ struct Options {
   size_t target_bytes = size_t(1) << 30;  // bandwidth: iterations grow until this much moves
   int nbi_threads = 4;                    // issuing threads per CTA for put_nbi / get_nbi
   size_t stage_bytes = 48 * 1024;         // shared-memory staging per issuing thread
-  int tile_rows = 16;                     // tile bandwidth: box rows of 1 KiB (16 KiB tiles)
-  int tile_stages = 12;                   // tile bandwidth: tiles in flight per CTA
+  int tile_rows = 32;                     // tile bandwidth: box rows of 1 KiB (32 KiB tiles)
+  int tile_stages = 6;                    // tile bandwidth: tiles in flight per CTA
   double timeout_s = 20;                  // host watchdog per kernel and bound of every device wait
   std::string csv;                        // append rows here
   bool help = false;
@@ -148,8 +148,8 @@ inline void print_usage(const char* prog) {
       "      --target SIZE     bw: bytes per repetition before iterations stop growing (1G)\n"
       "      --nbi-threads N   bw: issuing threads per CTA for put_nbi/get_nbi (4)\n"
       "      --stage SIZE      bw: shared-memory staging per issuing thread (48K)\n"
-      "      --tile-rows N     bw: tile = N rows of 1 KiB (16)\n"
-      "      --tile-stages N   bw: tiles in flight per CTA (12)\n"
+      "      --tile-rows N     bw: tile = N rows of 1 KiB (32)\n"
+      "      --tile-stages N   bw: tiles in flight per CTA (6)\n"
       "      --timeout S       watchdog per kernel and bound of device waits (20 s)\n"
       "      --csv FILE        append rows to FILE (header when the file is empty)\n",
       prog);

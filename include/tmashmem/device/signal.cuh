@@ -24,6 +24,10 @@
 //   (TMASHMEM_DEVICE_DEBUG) print rank, peer, address, expected and seen values
 //   and trap instead of returning Timeout.
 // - Comparisons are unsigned 64-bit: seen OP value.
+// - Scope: system scope, except when every PE of the job runs on this PE's GPU
+//   (tmashmem_ctx_t.flags & TMASHMEM_CTX_FLAG_ONE_GPU): then the ctx-taking calls
+//   release and acquire at GPU scope, which covers every thread that can observe
+//   the signal and every byte it publishes, and costs less than a system fence.
 #pragma once
 
 #include <stddef.h>
@@ -95,23 +99,40 @@ __host__ __device__ __forceinline__ const char* cmp_name(Cmp cmp) {
   return "?";
 }
 
-// Applies op to an already translated signal address with release semantics.
-__device__ __forceinline__ void signal_update_release(uint64_t* sig, uint64_t value, SignalOp op) {
+// Applies op to an already translated signal address with release semantics, at
+// system scope, or at GPU scope when the whole job runs on this GPU (ctx.h:
+// TMASHMEM_CTX_FLAG_ONE_GPU), where every observer and every published byte is on
+// this GPU and a system-scope fence would only add latency.
+__device__ __forceinline__ void signal_update_release(uint64_t* sig, uint64_t value, SignalOp op,
+                                                      bool gpu_scope = false) {
+  if (gpu_scope) {
+    if (op == SignalOp::Add)
+      red_release_gpu_add(sig, value);
+    else
+      st_release_gpu(sig, value);
+    return;
+  }
   if (op == SignalOp::Add)
     red_release_sys_add(sig, value);
   else
     st_release_sys(sig, value);
 }
 
+__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig, bool gpu_scope) {
+  return gpu_scope ? ld_acquire_gpu(sig) : ld_acquire_sys(sig);
+}
+
 __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint64_t value,
-                                             uint64_t timeout_ns, int rank, int from_pe) {
-  uint64_t seen = ld_acquire_sys(sig);
+                                             uint64_t timeout_ns, int rank, int from_pe,
+                                             bool gpu_scope = false) {
+  uint64_t seen = ld_acquire(sig, gpu_scope);
   if (compare(seen, cmp, value)) return Status::Ok;
   const Deadline deadline(timeout_ns);
-  for (;;) {
-    seen = ld_acquire_sys(sig);
+  for (unsigned spin = 1;; ++spin) {
+    seen = ld_acquire(sig, gpu_scope);
     if (compare(seen, cmp, value)) return Status::Ok;
-    if (deadline.expired()) break;
+    // The global timer is read every 64 polls only: it costs more than a poll.
+    if ((spin & 63u) == 0 && deadline.expired()) break;
   }
 #ifdef TMASHMEM_DEVICE_DEBUG
   printf(
@@ -130,12 +151,13 @@ __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint6
 }  // namespace detail
 
 /// Atomically sets (SignalOp::Set) or adds to (SignalOp::Add) PE `pe`'s copy of
-/// the symmetric signal `sig`, with release semantics at system scope (see the
+/// the symmetric signal `sig`, with release semantics at system scope (GPU scope
+/// when the whole job shares this GPU, which covers every observer; see the
 /// contract above). Thread scope.
 __device__ __forceinline__ void signal_op(const Ctx& ctx, uint64_t* sig, uint64_t value,
                                           SignalOp op, int pe) {
   detail::signal_update_release(detail::peer_address(ctx, sig, pe, sizeof(uint64_t), "signal_op"),
-                                value, op);
+                                value, op, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
 }
 
 /// putmem(dest, src, bytes, pe), then signal_op(sig, value, op, pe). Thread scope.
@@ -193,7 +215,8 @@ __device__ __forceinline__ Status signal_wait_until(const uint64_t* sig, Cmp cmp
 __device__ __forceinline__ Status signal_wait_until(const Ctx& ctx, const uint64_t* sig, Cmp cmp,
                                                     uint64_t value, uint64_t timeout_ns = 0,
                                                     int from_pe = -1) {
-  return detail::wait_until(sig, cmp, value, timeout_ns, ctx.my_pe, from_pe);
+  return detail::wait_until(sig, cmp, value, timeout_ns, ctx.my_pe, from_pe,
+                            (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
 }
 
 }  // namespace tmashmem
