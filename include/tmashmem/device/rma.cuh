@@ -133,6 +133,28 @@ __device__ __forceinline__ T load_relaxed_sys(const T* p) {
 
 // ---- cooperative copy at any alignment --------------------------------------
 
+// Copies a few bytes with 8-, 4-, 2- or 1-byte accesses, the widest that both
+// addresses' alignment and the remaining length allow (a lone 8-byte message is
+// one store, not eight).
+__device__ __forceinline__ void copy_small(char* dst, const char* src, size_t n) {
+  while (n != 0) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+    if (n >= 8 && (a & 7u) == 0) {
+      *reinterpret_cast<uint64_t*>(dst) = *reinterpret_cast<const uint64_t*>(src);
+      dst += 8, src += 8, n -= 8;
+    } else if (n >= 4 && (a & 3u) == 0) {
+      *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
+      dst += 4, src += 4, n -= 4;
+    } else if (n >= 2 && (a & 1u) == 0) {
+      *reinterpret_cast<uint16_t*>(dst) = *reinterpret_cast<const uint16_t*>(src);
+      dst += 2, src += 2, n -= 2;
+    } else {
+      *dst++ = *src++;
+      --n;
+    }
+  }
+}
+
 // Copies n bytes from src to dst, shared by `count` threads of which the caller is
 // `rank`. The destination is written in aligned 16-byte stores except for at most
 // 15 head bytes and a short tail. When src and dst agree mod 16, loads are 16-byte
@@ -154,8 +176,12 @@ __device__ __forceinline__ void copy_bytes(char* dst, const char* src, size_t n,
   if (shift != 0 && units != 0 && n - (head + units * 16) < 4u - shift) --units;
   const size_t tail = head + units * 16;
 
-  for (size_t j = rank; j < head; j += count) dst[j] = src[j];
-  for (size_t j = tail + rank; j < n; j += count) dst[j] = src[j];
+  // Head and tail are short (< 16 and < 20 bytes): one thread moves them with the
+  // widest accesses their alignment allows.
+  if (rank == 0) {
+    copy_small(dst, src, head);
+    copy_small(dst + tail, src + tail, n - tail);
+  }
   if (units == 0) return;
 
   uint4* d4 = reinterpret_cast<uint4*>(dst + head);
