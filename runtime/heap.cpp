@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bootstrap/bootstrap.h"
+#include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 
@@ -23,12 +24,6 @@ CUmemAllocationProp allocation_prop(const HeapSetup& setup) {
   prop.requestedHandleTypes = setup.handle_type;
   return prop;
 }
-
-// What every PE tells the others after a step of a collective heap operation.
-struct Verdict {
-  int32_t status;
-  char message[508];
-};
 
 }  // namespace
 
@@ -95,24 +90,7 @@ void* SymmetricHeap::translate(const void* ptr, int pe) const {
 }
 
 tmashmem_status_t SymmetricHeap::agree(tmashmem_status_t mine, const char* what) {
-  Bootstrap& bs = *setup_.bootstrap;
-  Verdict verdict;
-  std::memset(&verdict, 0, sizeof verdict);
-  verdict.status = mine;
-  if (mine != TMASHMEM_SUCCESS)
-    std::snprintf(verdict.message, sizeof verdict.message, "%s", last_error().c_str());
-  std::vector<Verdict> all(static_cast<size_t>(bs.size()));
-  std::string saved = last_error();
-  TMASHMEM_TRY(bs.allgather(&verdict, all.data(), sizeof verdict));
-  if (mine != TMASHMEM_SUCCESS) return restore_error(mine, saved);
-  for (int pe = 0; pe < bs.size(); ++pe) {
-    const Verdict& v = all[static_cast<size_t>(pe)];
-    if (v.status != TMASHMEM_SUCCESS)
-      return set_error(static_cast<tmashmem_status_t>(v.status),
-                       "heap growth failed on PE %d while %s; nothing was kept. PE %d said: %s", pe,
-                       what, pe, v.message);
-  }
-  return TMASHMEM_SUCCESS;
+  return tmashmem::agree(*setup_.bootstrap, mine, "heap growth (nothing was kept)", what);
 }
 
 tmashmem_status_t SymmetricHeap::grow(size_t bytes) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
@@ -28,29 +29,9 @@ struct PeInfo {
   uint64_t reach_mask;  // bit s: this PE's GPU can load/store local slot s's GPU
 };
 
-struct Verdict {
-  int32_t status;
-  char message[508];
-};
-
-// COLLECTIVE: every PE learns whether any PE failed a step, with that PE's message.
+// COLLECTIVE: every PE learns whether any PE failed a step of init.
 tmashmem_status_t agree(tmashmem_status_t mine, const char* step) {
-  Bootstrap& bs = *runtime().bootstrap;
-  Verdict v;
-  std::memset(&v, 0, sizeof v);
-  v.status = mine;
-  std::string saved = last_error();
-  if (mine != TMASHMEM_SUCCESS) std::snprintf(v.message, sizeof v.message, "%s", saved.c_str());
-  std::vector<Verdict> all(static_cast<size_t>(bs.size()));
-  TMASHMEM_TRY(bs.allgather(&v, all.data(), sizeof v));
-  if (mine != TMASHMEM_SUCCESS) return restore_error(mine, saved);
-  for (int pe = 0; pe < bs.size(); ++pe) {
-    const Verdict& other = all[static_cast<size_t>(pe)];
-    if (other.status != TMASHMEM_SUCCESS)
-      return set_error(static_cast<tmashmem_status_t>(other.status),
-                       "tmashmem_init failed on PE %d while %s: %s", pe, step, other.message);
-  }
-  return TMASHMEM_SUCCESS;
+  return tmashmem::agree(*runtime().bootstrap, mine, "tmashmem_init", step);
 }
 
 uint64_t random_job_id() {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
@@ -64,29 +65,9 @@ struct TensorCallRecord {
   char message[384];
 };
 
-struct StepVerdict {
-  int32_t status;
-  char message[500];
-};
-
 // COLLECTIVE: every PE learns whether any PE failed `step`, with that PE's message.
 tmashmem_status_t agree(const char* call, const char* step, tmashmem_status_t mine) {
-  Bootstrap& bs = *runtime().bootstrap;
-  StepVerdict v;
-  std::memset(&v, 0, sizeof v);
-  v.status = mine;
-  std::string saved = last_error();
-  if (mine != TMASHMEM_SUCCESS) std::snprintf(v.message, sizeof v.message, "%s", saved.c_str());
-  std::vector<StepVerdict> all(static_cast<size_t>(bs.size()));
-  TMASHMEM_TRY(bs.allgather(&v, all.data(), sizeof v));
-  if (mine != TMASHMEM_SUCCESS) return restore_error(mine, saved);
-  for (int pe = 0; pe < bs.size(); ++pe) {
-    const StepVerdict& other = all[static_cast<size_t>(pe)];
-    if (other.status != TMASHMEM_SUCCESS)
-      return set_error(static_cast<tmashmem_status_t>(other.status),
-                       "%s failed on PE %d while %s: %s", call, pe, step, other.message);
-  }
-  return TMASHMEM_SUCCESS;
+  return tmashmem::agree(*runtime().bootstrap, mine, call, step);
 }
 
 // The descriptor as named values, in a fixed order, for the symmetry check.
