@@ -38,7 +38,8 @@ class MpiBootstrap final : public Bootstrap {
 
   tmashmem_status_t allgather(const void* mine, void* out, size_t bytes) override {
     int tag = next_tag();
-    if (bytes) std::memmove(static_cast<char*>(out) + bytes * static_cast<size_t>(rank_), mine, bytes);
+    if (bytes)
+      std::memmove(static_cast<char*>(out) + bytes * static_cast<size_t>(rank_), mine, bytes);
     if (size_ == 1 || bytes == 0) return bytes == 0 ? barrier() : TMASHMEM_SUCCESS;
     std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
     std::vector<MPI_Request> sends(static_cast<size_t>(size_), MPI_REQUEST_NULL);
@@ -46,9 +47,11 @@ class MpiBootstrap final : public Bootstrap {
       if (r == rank_) continue;
       TMASHMEM_TRY(check(MPI_Irecv(static_cast<char*>(out) + bytes * static_cast<size_t>(r),
                                    static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                   &recvs[static_cast<size_t>(r)]), "MPI_Irecv"));
+                                   &recvs[static_cast<size_t>(r)]),
+                         "MPI_Irecv"));
       TMASHMEM_TRY(check(MPI_Isend(mine, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                   &sends[static_cast<size_t>(r)]), "MPI_Isend"));
+                                   &sends[static_cast<size_t>(r)]),
+                         "MPI_Isend"));
     }
     return wait_all(recvs, sends, "allgather");
   }
@@ -64,10 +67,12 @@ class MpiBootstrap final : public Bootstrap {
       for (int r = 0; r < size_; ++r)
         if (r != root)
           TMASHMEM_TRY(check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                       &sends[static_cast<size_t>(r)]), "MPI_Isend"));
+                                       &sends[static_cast<size_t>(r)]),
+                             "MPI_Isend"));
     } else {
       TMASHMEM_TRY(check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, root, tag, comm_,
-                                   &recvs[static_cast<size_t>(root)]), "MPI_Irecv"));
+                                   &recvs[static_cast<size_t>(root)]),
+                         "MPI_Irecv"));
     }
     return wait_all(recvs, sends, "broadcast");
   }
@@ -98,16 +103,19 @@ class MpiBootstrap final : public Bootstrap {
     for (;;) {
       int recv_done = 0, send_done = 0;
       TMASHMEM_TRY(check(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &recv_done,
-                                     MPI_STATUSES_IGNORE), "MPI_Testall"));
+                                     MPI_STATUSES_IGNORE),
+                         "MPI_Testall"));
       TMASHMEM_TRY(check(MPI_Testall(static_cast<int>(sends.size()), sends.data(), &send_done,
-                                     MPI_STATUSES_IGNORE), "MPI_Testall"));
+                                     MPI_STATUSES_IGNORE),
+                         "MPI_Testall"));
       if (recv_done && send_done) return TMASHMEM_SUCCESS;
       if (Clock::now() > deadline) break;
       if (++spins > 1000) usleep(50);
     }
     std::string missing;
     for (size_t r = 0; r < recvs.size(); ++r)
-      if (recvs[r] != MPI_REQUEST_NULL) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      if (recvs[r] != MPI_REQUEST_NULL)
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     for (auto& req : recvs)
       if (req != MPI_REQUEST_NULL) {
         MPI_Cancel(&req);
@@ -155,8 +163,9 @@ tmashmem_status_t make_mpi_bootstrap(const void* comm, int timeout_ms,
                      "MPI was already finalised: call tmashmem_finalize before MPI_Finalize");
   if (!initialized) {
     if (comm)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "an MPI communicator was given but MPI is not initialised: call MPI_Init first");
+      return set_error(
+          TMASHMEM_ERROR_INVALID_VALUE,
+          "an MPI communicator was given but MPI is not initialised: call MPI_Init first");
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
       return set_error(TMASHMEM_ERROR_BOOTSTRAP, "MPI_Init_thread failed in the MPI bootstrap");

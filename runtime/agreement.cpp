@@ -32,8 +32,8 @@ tmashmem_status_t agree(Bootstrap& bootstrap, tmashmem_status_t mine, const char
   for (int pe = 0; pe < bootstrap.size(); ++pe) {
     const Verdict& other = all[static_cast<size_t>(pe)];
     if (other.status != TMASHMEM_SUCCESS)
-      return set_error(static_cast<tmashmem_status_t>(other.status), "%s failed on PE %d while %s: %s",
-                       operation, pe, step, other.message);
+      return set_error(static_cast<tmashmem_status_t>(other.status),
+                       "%s failed on PE %d while %s: %s", operation, pe, step, other.message);
   }
   return TMASHMEM_SUCCESS;
 }

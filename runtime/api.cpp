@@ -61,7 +61,9 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
   TMASHMEM_TRY(require_initialized("tmashmem_device_ctx"));
-  if (!ctx) return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_device_ctx(NULL): pass a tmashmem_ctx_t to fill");
+  if (!ctx)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "tmashmem_device_ctx(NULL): pass a tmashmem_ctx_t to fill");
   std::memset(ctx, 0, sizeof *ctx);
   ctx->version = TMASHMEM_CTX_VERSION;
   ctx->my_pe = rt.bootstrap->rank();
@@ -83,20 +85,34 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
 
 const char* tmashmem_error_string(tmashmem_status_t status) {
   switch (status) {
-    case TMASHMEM_SUCCESS: return "success";
-    case TMASHMEM_ERROR_INVALID_VALUE: return "invalid value";
-    case TMASHMEM_ERROR_NOT_INITIALIZED: return "not initialized";
-    case TMASHMEM_ERROR_ALREADY_INITIALIZED: return "already initialized";
-    case TMASHMEM_ERROR_NO_DRIVER: return "no CUDA driver";
-    case TMASHMEM_ERROR_NO_DEVICE: return "no CUDA device";
-    case TMASHMEM_ERROR_CUDA: return "CUDA driver error";
-    case TMASHMEM_ERROR_OUT_OF_MEMORY: return "out of memory";
-    case TMASHMEM_ERROR_SYMMETRY: return "collective arguments differ between PEs";
-    case TMASHMEM_ERROR_BOOTSTRAP: return "bootstrap error";
-    case TMASHMEM_ERROR_TIMEOUT: return "timeout";
-    case TMASHMEM_ERROR_NOT_SUPPORTED: return "not supported";
-    case TMASHMEM_ERROR_SYSTEM: return "operating-system error";
-    case TMASHMEM_ERROR_INTERNAL: return "internal error";
+    case TMASHMEM_SUCCESS:
+      return "success";
+    case TMASHMEM_ERROR_INVALID_VALUE:
+      return "invalid value";
+    case TMASHMEM_ERROR_NOT_INITIALIZED:
+      return "not initialized";
+    case TMASHMEM_ERROR_ALREADY_INITIALIZED:
+      return "already initialized";
+    case TMASHMEM_ERROR_NO_DRIVER:
+      return "no CUDA driver";
+    case TMASHMEM_ERROR_NO_DEVICE:
+      return "no CUDA device";
+    case TMASHMEM_ERROR_CUDA:
+      return "CUDA driver error";
+    case TMASHMEM_ERROR_OUT_OF_MEMORY:
+      return "out of memory";
+    case TMASHMEM_ERROR_SYMMETRY:
+      return "collective arguments differ between PEs";
+    case TMASHMEM_ERROR_BOOTSTRAP:
+      return "bootstrap error";
+    case TMASHMEM_ERROR_TIMEOUT:
+      return "timeout";
+    case TMASHMEM_ERROR_NOT_SUPPORTED:
+      return "not supported";
+    case TMASHMEM_ERROR_SYSTEM:
+      return "operating-system error";
+    case TMASHMEM_ERROR_INTERNAL:
+      return "internal error";
   }
   return "unknown tmashmem status";
 }

@@ -28,7 +28,8 @@ const std::vector<SettingInfo>& settings() {
       {"TMASHMEM_MULTICAST", "auto",
        "NVLink multicast objects: auto, on, off (not used by this release; reported by "
        "tmashmem-info)"},
-      {"TMASHMEM_DEBUG", "0", "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth"},
+      {"TMASHMEM_DEBUG", "0",
+       "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth"},
   };
   return table;
 }
@@ -50,12 +51,18 @@ bool parse_size(const std::string& text, size_t* bytes) {
   if (unit.size() == 3 && unit.substr(1) == "IB") unit = unit.substr(0, 1);
   if (unit.size() == 2 && unit[1] == 'B') unit = unit.substr(0, 1);
   int shift = 0;
-  if (unit.empty()) shift = 0;
-  else if (unit == "K") shift = 10;
-  else if (unit == "M") shift = 20;
-  else if (unit == "G") shift = 30;
-  else if (unit == "T") shift = 40;
-  else return false;
+  if (unit.empty())
+    shift = 0;
+  else if (unit == "K")
+    shift = 10;
+  else if (unit == "M")
+    shift = 20;
+  else if (unit == "G")
+    shift = 30;
+  else if (unit == "T")
+    shift = 40;
+  else
+    return false;
   if (shift && value > (~0ull >> shift)) return false;
   *bytes = static_cast<size_t>(value << shift);
   return true;
@@ -154,11 +161,15 @@ tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
     if (attr->bootstrap_timeout_ms > 0) c.bootstrap_timeout_ms = attr->bootstrap_timeout_ms;
     if (attr->debug > 0) c.debug = attr->debug;
     if (attr->bootstrap < TMASHMEM_BOOTSTRAP_AUTO || attr->bootstrap > TMASHMEM_BOOTSTRAP_SINGLE)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_init_attr_t.bootstrap = %d is not "
-                       "a tmashmem_bootstrap_kind_t", static_cast<int>(attr->bootstrap));
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "tmashmem_init_attr_t.bootstrap = %d is not "
+                       "a tmashmem_bootstrap_kind_t",
+                       static_cast<int>(attr->bootstrap));
     if (attr->handle_type < TMASHMEM_HANDLE_AUTO || attr->handle_type > TMASHMEM_HANDLE_FABRIC)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_init_attr_t.handle_type = %d is "
-                       "not a tmashmem_handle_type_t", static_cast<int>(attr->handle_type));
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "tmashmem_init_attr_t.handle_type = %d is "
+                       "not a tmashmem_handle_type_t",
+                       static_cast<int>(attr->handle_type));
   }
   *out = c;
   return TMASHMEM_SUCCESS;

@@ -12,14 +12,14 @@
 namespace tmashmem {
 
 struct Config {
-  size_t heap_max = size_t(32) << 30;     // TMASHMEM_HEAP_MAX
-  size_t chunk_size = size_t(256) << 20;  // TMASHMEM_CHUNK_SIZE
-  tmashmem_handle_type_t handle_type = TMASHMEM_HANDLE_AUTO;     // TMASHMEM_HANDLE_TYPE
+  size_t heap_max = size_t(32) << 30;                             // TMASHMEM_HEAP_MAX
+  size_t chunk_size = size_t(256) << 20;                          // TMASHMEM_CHUNK_SIZE
+  tmashmem_handle_type_t handle_type = TMASHMEM_HANDLE_AUTO;      // TMASHMEM_HANDLE_TYPE
   tmashmem_bootstrap_kind_t bootstrap = TMASHMEM_BOOTSTRAP_AUTO;  // TMASHMEM_BOOTSTRAP
-  int bootstrap_timeout_ms = 120000;     // TMASHMEM_BOOTSTRAP_TIMEOUT_MS
-  int debug = 0;                         // TMASHMEM_DEBUG
-  std::string multicast = "auto";        // TMASHMEM_MULTICAST (gate for a later release)
-  const void* mpi_comm = nullptr;        // attr only
+  int bootstrap_timeout_ms = 120000;                              // TMASHMEM_BOOTSTRAP_TIMEOUT_MS
+  int debug = 0;                                                  // TMASHMEM_DEBUG
+  std::string multicast = "auto";  // TMASHMEM_MULTICAST (gate for a later release)
+  const void* mpi_comm = nullptr;  // attr only
 };
 
 struct SettingInfo {

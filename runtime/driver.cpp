@@ -54,29 +54,32 @@ void load_libcuda() {
     }
     return r == CUDA_SUCCESS && *slot != nullptr;
   };
-#define TMASHMEM_RESOLVE(name, ...)                                                          \
-  if (!resolve(#name, reinterpret_cast<void**>(&g_libcuda.name))) {                          \
-    g_load_message = format_string(                                                          \
+#define TMASHMEM_RESOLVE(name, ...)                                                           \
+  if (!resolve(#name, reinterpret_cast<void**>(&g_libcuda.name))) {                           \
+    g_load_message = format_string(                                                           \
         "the CUDA driver lacks %s at ABI version %d: update the NVIDIA driver (need >= 525)", \
-        #name, kDriverAbiVersion);                                                           \
-    g_load_status = TMASHMEM_ERROR_NO_DRIVER;                                                \
-    return;                                                                                  \
+        #name, kDriverAbiVersion);                                                            \
+    g_load_status = TMASHMEM_ERROR_NO_DRIVER;                                                 \
+    return;                                                                                   \
   }
   TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_RESOLVE)
 #undef TMASHMEM_RESOLVE
   g_libcuda.origin = "libcuda.so.1";
   CUresult r = g_libcuda.cuInit(0);
   if (r == CUDA_ERROR_NO_DEVICE) {
-    g_load_message = "no CUDA device: the driver is loaded but reports no device (check "
-                     "CUDA_VISIBLE_DEVICES and nvidia-smi)";
+    g_load_message =
+        "no CUDA device: the driver is loaded but reports no device (check "
+        "CUDA_VISIBLE_DEVICES and nvidia-smi)";
     g_load_status = TMASHMEM_ERROR_NO_DEVICE;
     return;
   }
   if (r != CUDA_SUCCESS) {
     const char* name = "?";
     if (g_libcuda.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "?";
-    g_load_message = format_string("cuInit(0) failed: %s (%d); is the NVIDIA driver working "
-                                   "(nvidia-smi)?", name, static_cast<int>(r));
+    g_load_message = format_string(
+        "cuInit(0) failed: %s (%d); is the NVIDIA driver working "
+        "(nvidia-smi)?",
+        name, static_cast<int>(r));
     g_load_status = TMASHMEM_ERROR_NO_DRIVER;
     return;
   }
@@ -99,7 +102,8 @@ tmashmem_status_t load_driver() {
     return TMASHMEM_SUCCESS;
   }
   std::call_once(g_load_once, load_libcuda);
-  if (g_load_status != TMASHMEM_SUCCESS) return set_error(g_load_status, "%s", g_load_message.c_str());
+  if (g_load_status != TMASHMEM_SUCCESS)
+    return set_error(g_load_status, "%s", g_load_message.c_str());
   return TMASHMEM_SUCCESS;
 }
 
@@ -109,8 +113,10 @@ tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file
   // libcuda leaves the string NULL for codes it does not know.
   const char* name = nullptr;
   const char* text = nullptr;
-  if (driver().cuGetErrorName && driver().cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
-  if (driver().cuGetErrorString && driver().cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+  if (driver().cuGetErrorName && driver().cuGetErrorName(result, &name) != CUDA_SUCCESS)
+    name = nullptr;
+  if (driver().cuGetErrorString && driver().cuGetErrorString(result, &text) != CUDA_SUCCESS)
+    text = nullptr;
   if (!name) name = "unknown CUresult";
   if (!text) text = "no description";
   tmashmem_status_t status =

@@ -15,54 +15,50 @@ namespace tmashmem {
 // X(name, signature...): every driver entry point the runtime uses; X must be a
 // variadic macro `X(name, ...)` because signatures contain commas. The ABI version
 // each is resolved at is kDriverAbiVersion (CUDA 12.0 signatures).
-#define TMASHMEM_DRIVER_FUNCTIONS(X)                                                         \
-  X(cuInit, CUresult (*)(unsigned int))                                                      \
-  X(cuDriverGetVersion, CUresult (*)(int*))                                                  \
-  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                    \
-  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                                  \
-  X(cuDeviceGetCount, CUresult (*)(int*))                                                    \
-  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                               \
-  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                     \
-  X(cuDeviceGetUuid, CUresult (*)(CUuuid*, CUdevice))                                        \
-  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))                  \
-  X(cuDeviceTotalMem, CUresult (*)(size_t*, CUdevice))                                       \
-  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                           \
-  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                            \
-  X(cuDevicePrimaryCtxRelease, CUresult (*)(CUdevice))                                       \
-  X(cuCtxGetCurrent, CUresult (*)(CUcontext*))                                               \
-  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                \
-  X(cuCtxGetDevice, CUresult (*)(CUdevice*))                                                 \
-  X(cuCtxSynchronize, CUresult (*)(void))                                                    \
-  X(cuMemGetInfo, CUresult (*)(size_t*, size_t*))                                            \
-  X(cuMemAlloc, CUresult (*)(CUdeviceptr*, size_t))                                          \
-  X(cuMemFree, CUresult (*)(CUdeviceptr))                                                    \
-  X(cuMemcpyHtoD, CUresult (*)(CUdeviceptr, const void*, size_t))                            \
-  X(cuMemcpyDtoH, CUresult (*)(void*, CUdeviceptr, size_t))                                  \
-  X(cuMemsetD8, CUresult (*)(CUdeviceptr, unsigned char, size_t))                            \
-  X(cuMemGetAllocationGranularity,                                                           \
-    CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))     \
-  X(cuMemCreate,                                                                             \
-    CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,          \
-                 unsigned long long))                                                        \
-  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                \
-  X(cuMemExportToShareableHandle,                                                            \
-    CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,             \
-                 unsigned long long))                                                        \
-  X(cuMemImportFromShareableHandle,                                                          \
-    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))           \
-  X(cuMemAddressReserve,                                                                     \
-    CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))             \
-  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                     \
-  X(cuMemMap,                                                                                \
-    CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,                  \
-                 unsigned long long))                                                        \
-  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                           \
-  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))      \
-  X(cuTensorMapEncodeTiled,                                                                  \
-    CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,    \
-                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,                    \
-                 CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,          \
-                 CUtensorMapFloatOOBfill))
+#define TMASHMEM_DRIVER_FUNCTIONS(X)                                                             \
+  X(cuInit, CUresult (*)(unsigned int))                                                          \
+  X(cuDriverGetVersion, CUresult (*)(int*))                                                      \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                        \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char**))                                      \
+  X(cuDeviceGetCount, CUresult (*)(int*))                                                        \
+  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                                   \
+  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                         \
+  X(cuDeviceGetUuid, CUresult (*)(CUuuid*, CUdevice))                                            \
+  X(cuDeviceGetAttribute, CUresult (*)(int*, CUdevice_attribute, CUdevice))                      \
+  X(cuDeviceTotalMem, CUresult (*)(size_t*, CUdevice))                                           \
+  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                               \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                \
+  X(cuDevicePrimaryCtxRelease, CUresult (*)(CUdevice))                                           \
+  X(cuCtxGetCurrent, CUresult (*)(CUcontext*))                                                   \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                    \
+  X(cuCtxGetDevice, CUresult (*)(CUdevice*))                                                     \
+  X(cuCtxSynchronize, CUresult (*)(void))                                                        \
+  X(cuMemGetInfo, CUresult (*)(size_t*, size_t*))                                                \
+  X(cuMemAlloc, CUresult (*)(CUdeviceptr*, size_t))                                              \
+  X(cuMemFree, CUresult (*)(CUdeviceptr))                                                        \
+  X(cuMemcpyHtoD, CUresult (*)(CUdeviceptr, const void*, size_t))                                \
+  X(cuMemcpyDtoH, CUresult (*)(void*, CUdeviceptr, size_t))                                      \
+  X(cuMemsetD8, CUresult (*)(CUdeviceptr, unsigned char, size_t))                                \
+  X(cuMemGetAllocationGranularity,                                                               \
+    CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))         \
+  X(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, \
+                              unsigned long long))                                               \
+  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                    \
+  X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle,              \
+                                               CUmemAllocationHandleType, unsigned long long))   \
+  X(cuMemImportFromShareableHandle,                                                              \
+    CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))               \
+  X(cuMemAddressReserve,                                                                         \
+    CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))                 \
+  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                         \
+  X(cuMemMap,                                                                                    \
+    CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                               \
+  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))           \
+  X(cuTensorMapEncodeTiled,                                                                      \
+    CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,        \
+                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, \
+                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill))
 
 // Note: cuda.h renames some entry points to versioned symbols (cuMemAlloc ->
 // cuMemAlloc_v2, ...). The macro argument is expanded in the member name but not in
@@ -97,9 +93,9 @@ tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file
 
 // Calls a driver entry point through the table; on failure records the error and
 // returns TMASHMEM_ERROR_CUDA (or OUT_OF_MEMORY) from the enclosing function.
-#define TMASHMEM_CU(call)                                                              \
-  do {                                                                                 \
-    CUresult tmashmem_cu_result_ = ::tmashmem::driver().call;                           \
-    if (tmashmem_cu_result_ != CUDA_SUCCESS)                                            \
-      return ::tmashmem::cuda_error(tmashmem_cu_result_, #call, __FILE__, __LINE__);   \
+#define TMASHMEM_CU(call)                                                            \
+  do {                                                                               \
+    CUresult tmashmem_cu_result_ = ::tmashmem::driver().call;                        \
+    if (tmashmem_cu_result_ != CUDA_SUCCESS)                                         \
+      return ::tmashmem::cuda_error(tmashmem_cu_result_, #call, __FILE__, __LINE__); \
   } while (0)

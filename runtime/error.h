@@ -32,8 +32,8 @@ std::string format_string(const char* format, ...) __attribute__((format(printf,
 }  // namespace tmashmem
 
 // Propagates a non-success status from the enclosing function.
-#define TMASHMEM_TRY(expr)                                            \
-  do {                                                                \
-    tmashmem_status_t tmashmem_try_status_ = (expr);                  \
+#define TMASHMEM_TRY(expr)                                                     \
+  do {                                                                         \
+    tmashmem_status_t tmashmem_try_status_ = (expr);                           \
     if (tmashmem_try_status_ != TMASHMEM_SUCCESS) return tmashmem_try_status_; \
   } while (0)

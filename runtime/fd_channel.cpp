@@ -19,8 +19,8 @@ socklen_t abstract_address(uint64_t job_id, int pe, sockaddr_un* address) {
   std::memset(address, 0, sizeof *address);
   address->sun_family = AF_UNIX;
   // sun_path[0] == '\0' selects the abstract namespace.
-  int n = std::snprintf(address->sun_path + 1, sizeof address->sun_path - 1,
-                        "tmashmem.%016llx.%d", static_cast<unsigned long long>(job_id), pe);
+  int n = std::snprintf(address->sun_path + 1, sizeof address->sun_path - 1, "tmashmem.%016llx.%d",
+                        static_cast<unsigned long long>(job_id), pe);
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
 }
 

@@ -14,10 +14,10 @@
 namespace tmashmem {
 
 struct FdMessage {
-  uint64_t job_id;   // guards against a stale socket of another job
-  uint32_t sequence; // heap growth step this descriptor belongs to
+  uint64_t job_id;    // guards against a stale socket of another job
+  uint32_t sequence;  // heap growth step this descriptor belongs to
   int32_t from_pe;
-  uint64_t bytes;    // size of the memory behind the descriptor
+  uint64_t bytes;  // size of the memory behind the descriptor
 };
 
 class FdChannel {
@@ -36,7 +36,8 @@ class FdChannel {
   tmashmem_status_t send(int to, const FdMessage& message, int fd, int timeout_ms);
   // Receives one descriptor (the caller owns it). `waiting_for` only names whom the
   // timeout message blames.
-  tmashmem_status_t receive(FdMessage* message, int* fd, int timeout_ms, const std::string& waiting_for);
+  tmashmem_status_t receive(FdMessage* message, int* fd, int timeout_ms,
+                            const std::string& waiting_for);
 
  private:
   int socket_ = -1;

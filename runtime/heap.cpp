@@ -13,7 +13,9 @@
 namespace tmashmem {
 namespace {
 
-size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+size_t round_up(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 CUmemAllocationProp allocation_prop(const HeapSetup& setup) {
   CUmemAllocationProp prop;
@@ -31,15 +33,16 @@ tmashmem_status_t SymmetricHeap::create(const HeapSetup& setup) {
   destroy();
   setup_ = setup;
   CUmemAllocationProp prop = allocation_prop(setup_);
-  TMASHMEM_CU(cuMemGetAllocationGranularity(&granularity_, &prop,
-                                            CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  TMASHMEM_CU(
+      cuMemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   if (granularity_ == 0) granularity_ = size_t(2) << 20;
   max_bytes_ = round_up(setup_.heap_max, granularity_);
   chunk_bytes_ = round_up(setup_.chunk_size, granularity_);
   stride_ = max_bytes_;
   size_t slots = setup_.reachable.size();
   if (slots == 0 || setup_.my_slot < 0 || static_cast<size_t>(setup_.my_slot) >= slots)
-    return set_error(TMASHMEM_ERROR_INTERNAL, "heap created with slot %d of %zu", setup_.my_slot, slots);
+    return set_error(TMASHMEM_ERROR_INTERNAL, "heap created with slot %d of %zu", setup_.my_slot,
+                     slots);
   if (max_bytes_ > (~size_t(0)) / slots)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "TMASHMEM_HEAP_MAX=%zu times %zu local PEs overflows the address space: lower "
@@ -111,7 +114,7 @@ tmashmem_status_t SymmetricHeap::grow(size_t bytes) {
   tmashmem_status_t st = agree(create_own(&chunk), "creating device memory");
   if (st == TMASHMEM_SUCCESS) {
     st = setup_.handle_type == CU_MEM_HANDLE_TYPE_FABRIC ? share_fabric(&chunk)
-                                                          : share_posix_fd(&chunk, sequence);
+                                                         : share_posix_fd(&chunk, sequence);
     st = agree(st, "sharing the new memory with the node's PEs");
   }
   if (st != TMASHMEM_SUCCESS) {
@@ -133,15 +136,17 @@ tmashmem_status_t SymmetricHeap::create_own(Chunk* chunk) {
   CUresult r = driver().cuMemCreate(&handle, chunk->bytes, &prop, 0);
   if (r != CUDA_SUCCESS) {
     cuda_error(r, "cuMemCreate", __FILE__, __LINE__);
-    return set_error(r == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA,
-                     "could not create %zu bytes of device memory on CUDA device %d for the "
-                     "symmetric heap (%s); free device memory or lower the allocation",
-                     chunk->bytes, setup_.device_ordinal, last_error().c_str());
+    return set_error(
+        r == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA,
+        "could not create %zu bytes of device memory on CUDA device %d for the "
+        "symmetric heap (%s); free device memory or lower the allocation",
+        chunk->bytes, setup_.device_ordinal, last_error().c_str());
   }
   return map_slot(chunk, setup_.my_slot, handle);
 }
 
-tmashmem_status_t SymmetricHeap::map_slot(Chunk* chunk, int slot, CUmemGenericAllocationHandle handle) {
+tmashmem_status_t SymmetricHeap::map_slot(Chunk* chunk, int slot,
+                                          CUmemGenericAllocationHandle handle) {
   Mapping& m = chunk->slots[static_cast<size_t>(slot)];
   m.handle = handle;
   CUdeviceptr address = slot_base(slot) + chunk->offset;
@@ -215,7 +220,8 @@ tmashmem_status_t SymmetricHeap::share_posix_fd(Chunk* chunk, uint32_t sequence)
         &handle, reinterpret_cast<void*>(static_cast<uintptr_t>(peer_fd)),
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     ::close(peer_fd);
-    if (r != CUDA_SUCCESS) return cuda_error(r, "cuMemImportFromShareableHandle(posix fd)", __FILE__, __LINE__);
+    if (r != CUDA_SUCCESS)
+      return cuda_error(r, "cuMemImportFromShareableHandle(posix fd)", __FILE__, __LINE__);
     received[static_cast<size_t>(slot)] = true;
     TMASHMEM_TRY(map_slot(chunk, slot, handle));
     --expected;
@@ -229,8 +235,10 @@ tmashmem_status_t SymmetricHeap::share_fabric(Chunk* chunk) {
   std::memset(&mine, 0, sizeof mine);
   tmashmem_status_t st = TMASHMEM_SUCCESS;
   CUresult r = driver().cuMemExportToShareableHandle(
-      &mine, chunk->slots[static_cast<size_t>(setup_.my_slot)].handle, CU_MEM_HANDLE_TYPE_FABRIC, 0);
-  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuMemExportToShareableHandle(fabric)", __FILE__, __LINE__);
+      &mine, chunk->slots[static_cast<size_t>(setup_.my_slot)].handle, CU_MEM_HANDLE_TYPE_FABRIC,
+      0);
+  if (r != CUDA_SUCCESS)
+    st = cuda_error(r, "cuMemExportToShareableHandle(fabric)", __FILE__, __LINE__);
   TMASHMEM_TRY(agree(st, "exporting a fabric handle"));
   std::vector<CUmemFabricHandle> all(static_cast<size_t>(bs.size()));
   TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));

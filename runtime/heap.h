@@ -24,13 +24,13 @@ class Bootstrap;
 
 struct HeapSetup {
   Bootstrap* bootstrap = nullptr;
-  FdChannel* channel = nullptr;      // needed for POSIX fd handles
+  FdChannel* channel = nullptr;  // needed for POSIX fd handles
   uint64_t job_id = 0;
   CUdevice device = 0;
   int device_ordinal = 0;
   CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  size_t heap_max = 0;               // per PE, rounded up to the granularity here
-  size_t chunk_size = 0;             // rounded up to the granularity here
+  size_t heap_max = 0;    // per PE, rounded up to the granularity here
+  size_t chunk_size = 0;  // rounded up to the granularity here
   int timeout_ms = 120000;
   int debug = 0;
   // Local PEs: slot s is PE first_local_pe + s; reachable[s] says whether this PE's

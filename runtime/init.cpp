@@ -88,8 +88,9 @@ bool probe_fabric_export(const Runtime& rt) {
   prop.location.id = rt.device_ordinal;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
   size_t granularity = 0;
-  if (driver().cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-          CUDA_SUCCESS || granularity == 0)
+  if (driver().cuMemGetAllocationGranularity(&granularity, &prop,
+                                             CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS ||
+      granularity == 0)
     return false;
   CUmemGenericAllocationHandle handle = 0;
   if (driver().cuMemCreate(&handle, granularity, &prop, 0) != CUDA_SUCCESS) return false;
@@ -104,9 +105,12 @@ tmashmem_status_t describe_self(Runtime& rt, PeInfo* info) {
   std::memset(info, 0, sizeof *info);
   TMASHMEM_CU(cuDeviceGetUuid(&info->uuid, rt.device));
   info->ordinal = rt.device_ordinal;
-  TMASHMEM_CU(cuDeviceGetAttribute(&info->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, rt.device));
-  TMASHMEM_CU(cuDeviceGetAttribute(&info->posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, rt.device));
-  TMASHMEM_CU(cuDeviceGetAttribute(&info->fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, rt.device));
+  TMASHMEM_CU(cuDeviceGetAttribute(
+      &info->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, rt.device));
+  TMASHMEM_CU(cuDeviceGetAttribute(
+      &info->posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, rt.device));
+  TMASHMEM_CU(cuDeviceGetAttribute(&info->fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+                                   rt.device));
   bool want_fabric = rt.config.handle_type != TMASHMEM_HANDLE_POSIX_FD;
   info->fabric_export_ok = want_fabric && info->fabric && probe_fabric_export(rt) ? 1 : 0;
   info->pid = static_cast<int32_t>(getpid());
@@ -120,7 +124,8 @@ tmashmem_status_t reach_row(Runtime& rt, const std::vector<PeInfo>& all, uint64_
   TMASHMEM_CU(cuDeviceGetCount(&count));
   for (int s = 0; s < rt.n_local_pes; ++s) {
     const PeInfo& peer = all[static_cast<size_t>(rt.first_local_pe + s)];
-    if (std::memcmp(&peer.uuid, &all[static_cast<size_t>(rt.bootstrap->rank())].uuid, sizeof(CUuuid)) == 0) {
+    if (std::memcmp(&peer.uuid, &all[static_cast<size_t>(rt.bootstrap->rank())].uuid,
+                    sizeof(CUuuid)) == 0) {
       *row |= uint64_t(1) << s;  // same GPU
       continue;
     }
@@ -144,8 +149,14 @@ tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all
   int no_fabric = -1, no_posix = -1;
   for (int s = 0; s < rt.n_local_pes; ++s) {
     const PeInfo& p = all[static_cast<size_t>(rt.first_local_pe + s)];
-    if (!p.fabric_export_ok && all_fabric) { all_fabric = false; no_fabric = rt.first_local_pe + s; }
-    if (!p.posix_fd && all_posix) { all_posix = false; no_posix = rt.first_local_pe + s; }
+    if (!p.fabric_export_ok && all_fabric) {
+      all_fabric = false;
+      no_fabric = rt.first_local_pe + s;
+    }
+    if (!p.posix_fd && all_posix) {
+      all_posix = false;
+      no_posix = rt.first_local_pe + s;
+    }
   }
   switch (rt.config.handle_type) {
     case TMASHMEM_HANDLE_FABRIC:
@@ -163,10 +174,11 @@ tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all
         return TMASHMEM_SUCCESS;
       }
       if (!all_posix)
-        return set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
-                         "the GPU of PE %d supports neither POSIX fd nor (exportable) fabric memory "
-                         "handles, so the symmetric heap cannot be shared",
-                         no_posix);
+        return set_error(
+            TMASHMEM_ERROR_NOT_SUPPORTED,
+            "the GPU of PE %d supports neither POSIX fd nor (exportable) fabric memory "
+            "handles, so the symmetric heap cannot be shared",
+            no_posix);
       rt.handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
       return TMASHMEM_SUCCESS;
   }
@@ -237,7 +249,8 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   rt.job_id = bs.rank() == 0 ? random_job_id() : 0;
   TMASHMEM_TRY(bs.broadcast(&rt.job_id, sizeof rt.job_id, 0));
   st = TMASHMEM_SUCCESS;
-  if (rt.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) st = rt.channel.open(rt.job_id, bs.rank());
+  if (rt.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    st = rt.channel.open(rt.job_id, bs.rank());
   TMASHMEM_TRY(agree(st, "opening the handle-exchange socket"));
 
   HeapSetup setup;
@@ -271,7 +284,8 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
                  "device %d (%s), handles %s, heap window %s per PE, chunk %s\n",
                  bs.rank(), bs.name(), bs.size(), rt.n_local_pes, rt.my_slot, rt.device_ordinal,
                  name, rt.handle_type == CU_MEM_HANDLE_TYPE_FABRIC ? "fabric" : "posix_fd",
-                 format_size(rt.heap.max_bytes()).c_str(), format_size(rt.config.chunk_size).c_str());
+                 format_size(rt.heap.max_bytes()).c_str(),
+                 format_size(rt.config.chunk_size).c_str());
   }
   return TMASHMEM_SUCCESS;
 }

@@ -33,8 +33,8 @@ tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignmen
     return TMASHMEM_SUCCESS;
   }
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: alignment %zu is not a power of two", call, alignment);
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: alignment %zu is not a power of two", call,
+                     alignment);
   if (alignment > rt.heap.granularity())
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: alignment %zu exceeds the heap's allocation granularity %zu", call,
@@ -72,11 +72,12 @@ tmashmem_status_t symmetric_free(const char* call, void* ptr) {
   TMASHMEM_TRY(check_symmetric(call, {{"offset of ptr in the heap", key}}));
   if (ptr == nullptr) return TMASHMEM_SUCCESS;
   if (!in_heap || rt.allocator.block_size(offset) == 0)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s(%p): not a live pointer returned by tmashmem_malloc/calloc/align (this PE's "
-                     "heap is [%p, %p)); pass the exact pointer the allocation returned, once",
-                     call, ptr, reinterpret_cast<void*>(rt.heap.my_base()),
-                     reinterpret_cast<void*>(rt.heap.my_base() + rt.heap.max_bytes()));
+    return set_error(
+        TMASHMEM_ERROR_INVALID_VALUE,
+        "%s(%p): not a live pointer returned by tmashmem_malloc/calloc/align (this PE's "
+        "heap is [%p, %p)); pass the exact pointer the allocation returned, once",
+        call, ptr, reinterpret_cast<void*>(rt.heap.my_base()),
+        reinterpret_cast<void*>(rt.heap.my_base() + rt.heap.max_bytes()));
   rt.allocator.release(offset);
   return TMASHMEM_SUCCESS;
 }

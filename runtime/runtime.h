@@ -47,7 +47,7 @@ struct Runtime {
   int n_local_pes = 1;
   int my_slot = 0;
   std::vector<bool> reachable;  // by local slot
-  bool one_gpu = false;          // every PE of the job uses this PE's GPU
+  bool one_gpu = false;         // every PE of the job uses this PE's GPU
 };
 
 Runtime& runtime();

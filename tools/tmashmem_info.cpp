@@ -51,11 +51,12 @@ void print_devices(const Config& config, bool all) {
                 attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
                 attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
                 static_cast<double>(total) / (1u << 30));
-    std::printf("      VMM %d, POSIX fd handles %d, fabric handles %d, multicast %d, cluster launch %d\n",
-                attribute(dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED),
-                attribute(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED),
-                attribute(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED), mc,
-                attribute(dev, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH));
+    std::printf(
+        "      VMM %d, POSIX fd handles %d, fabric handles %d, multicast %d, cluster launch %d\n",
+        attribute(dev, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED),
+        attribute(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED),
+        attribute(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED), mc,
+        attribute(dev, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH));
     std::printf("      multicast for tmashmem: %s\n", why.c_str());
   }
   if (!all || count < 1) return;
@@ -69,8 +70,10 @@ void print_devices(const Config& config, bool all) {
       CUdevice a = 0, b = 0;
       driver().cuDeviceGet(&a, i);
       driver().cuDeviceGet(&b, j);
-      if (i == j) can = 1;
-      else driver().cuDeviceCanAccessPeer(&can, a, b);
+      if (i == j)
+        can = 1;
+      else
+        driver().cuDeviceCanAccessPeer(&can, a, b);
       std::printf(" %3s", can ? "yes" : "no");
     }
     std::printf("\n");

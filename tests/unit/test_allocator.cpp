@@ -129,7 +129,7 @@ TEST_CASE("allocator: invalid requests are refused") {
   OffsetAllocator a(1 << 20);
   size_t offset = 0;
   CHECK_FALSE(a.allocate(0, 256, &offset));
-  CHECK_FALSE(a.allocate(16, 3, &offset));   // not a power of two
+  CHECK_FALSE(a.allocate(16, 3, &offset));  // not a power of two
   CHECK_FALSE(a.allocate(16, 0, &offset));
   CHECK_FALSE(a.allocate((1 << 20) + 1, 1, &offset));
   CHECK(a.bytes_in_use() == 0);

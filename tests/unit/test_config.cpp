@@ -18,8 +18,10 @@ struct EnvGuard {
     setenv(n, v, 1);
   }
   ~EnvGuard() {
-    if (had) setenv(name, previous.c_str(), 1);
-    else unsetenv(name);
+    if (had)
+      setenv(name, previous.c_str(), 1);
+    else
+      unsetenv(name);
   }
   const char* name;
   bool had = false;
@@ -95,7 +97,8 @@ TEST_CASE("config: bad values name the variable, the value and the accepted form
   tmashmem_init_attr_set_defaults(&attr);
   attr.version = 77;
   CHECK(load_config(&attr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
-  CHECK(std::string(tmashmem_last_error()).find("tmashmem_init_attr_set_defaults") != std::string::npos);
+  CHECK(std::string(tmashmem_last_error()).find("tmashmem_init_attr_set_defaults") !=
+        std::string::npos);
 }
 
 TEST_CASE("config: every setting has a default and a help line") {

@@ -39,8 +39,8 @@ TEST_CASE("fd channel: every PE sends a memfd to every other; receivers read the
   close(fd);  // in-flight messages hold their own references
   // Every PE publishes its bytes so receivers can compare.
   std::vector<uint8_t> all(bytes * size_t(n));
-  MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE,
-                MPI_COMM_WORLD);
+  MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes),
+                MPI_BYTE, MPI_COMM_WORLD);
   std::vector<bool> seen(static_cast<size_t>(n), false);
   for (int k = 0; k < n - 1; ++k) {
     FdMessage m;

@@ -17,14 +17,17 @@ namespace {
 
 // Byte `i` of what `writer` puts into `reader`'s copy in round `salt`.
 uint8_t pattern(uint64_t seed, int writer, int reader, size_t i, uint64_t salt) {
-  uint64_t x = seed ^ (uint64_t(writer) << 48) ^ (uint64_t(reader) << 40) ^ (i * 0x9E3779B97F4A7C15ull) ^ salt;
+  uint64_t x = seed ^ (uint64_t(writer) << 48) ^ (uint64_t(reader) << 40) ^
+               (i * 0x9E3779B97F4A7C15ull) ^ salt;
   x ^= x >> 31;
   x *= 0xBF58476D1CE4E5B9ull;
   x ^= x >> 29;
   return static_cast<uint8_t>(x);
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Every PE writes segment [me] of `bytes` into every reachable peer's copy of `x`,
 // then every PE checks every segment of its own copy, byte by byte.
@@ -83,7 +86,8 @@ TEST_CASE("heap: allocations are symmetric and aligned; tmashmem_ptr is address 
   CHECK((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);  // one emulated device: every PE shares it
   for (int pe = 0; pe < n; ++pe) {
     // The device computes peer addresses as p + (pe - me) * stride; the host must agree.
-    uintptr_t expect = reinterpret_cast<uintptr_t>(b) + static_cast<uintptr_t>((pe - me) * static_cast<long>(ctx.peer_stride));
+    uintptr_t expect = reinterpret_cast<uintptr_t>(b) +
+                       static_cast<uintptr_t>((pe - me) * static_cast<long>(ctx.peer_stride));
     CHECK(reinterpret_cast<uintptr_t>(tmashmem_ptr(b, pe)) == expect);
   }
   // Same offsets everywhere: gather every PE's offset of c and compare.
@@ -222,8 +226,10 @@ TEST_CASE("heap: asymmetric arguments are an error on every PE, naming PEs and v
   // Different calls at the same point.
   void* q = nullptr;
   tmashmem_status_t st = TMASHMEM_SUCCESS;
-  if (me == 0) st = tmashmem_free(nullptr);
-  else q = tmashmem_malloc(64);
+  if (me == 0)
+    st = tmashmem_free(nullptr);
+  else
+    q = tmashmem_malloc(64);
   CHECK(q == nullptr);
   if (me == 0) CHECK(st == TMASHMEM_ERROR_SYMMETRY);
   CHECK(contains(tmashmem_last_error(), "out of step"));

@@ -15,7 +15,9 @@ namespace emu = tmashmem::emu;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 int mapping_count() {
   std::ifstream maps("/proc/self/maps");
@@ -40,20 +42,26 @@ TEST_CASE("lifecycle: 100 init/finalize cycles leave no fd, mapping or memory be
       break;
     }
     int n = tmashmem_n_pes();
-    auto* p = static_cast<uint8_t*>(tmashmem_malloc((size_t(3) << 20) * size_t(n)));  // forces growth
-    if (!p) ++failures;
+    auto* p =
+        static_cast<uint8_t*>(tmashmem_malloc((size_t(3) << 20) * size_t(n)));  // forces growth
+    if (!p)
+      ++failures;
     else {
       // One byte into every peer's copy, checked by its owner.
       int me = tmashmem_my_pe();
-      for (int pe = 0; pe < n; ++pe) static_cast<uint8_t*>(tmashmem_ptr(p, pe))[me] = static_cast<uint8_t>(cycle + me);
+      for (int pe = 0; pe < n; ++pe)
+        static_cast<uint8_t*>(tmashmem_ptr(p, pe))[me] = static_cast<uint8_t>(cycle + me);
       tmashmem_barrier_all();
       for (int pe = 0; pe < n; ++pe) failures += p[pe] != static_cast<uint8_t>(cycle + pe);
     }
     if (tmashmem_finalize() != TMASHMEM_SUCCESS) ++failures;
     emu::Counts c = emu::counts();
-    if (c.allocations || c.mappings || c.reservations || c.device_buffers || c.open_memfds || c.created_bytes) {
-      std::printf("cycle %d left behind: %ld handles, %ld mappings, %ld reservations, %ld buffers, %ld memfds\n",
-                  cycle, c.allocations, c.mappings, c.reservations, c.device_buffers, c.open_memfds);
+    if (c.allocations || c.mappings || c.reservations || c.device_buffers || c.open_memfds ||
+        c.created_bytes) {
+      std::printf(
+          "cycle %d left behind: %ld handles, %ld mappings, %ld reservations, %ld buffers, %ld "
+          "memfds\n",
+          cycle, c.allocations, c.mappings, c.reservations, c.device_buffers, c.open_memfds);
       ++failures;
       break;
     }
