@@ -37,6 +37,7 @@ class MpiBootstrap final : public Bootstrap {
   const char* name() const override { return "mpi"; }
 
   tmashmem_status_t allgather(const void* mine, void* out, size_t bytes) override {
+    TMASHMEM_TRY(usable());
     int tag = next_tag();
     if (bytes)
       std::memmove(static_cast<char*>(out) + bytes * static_cast<size_t>(rank_), mine, bytes);
@@ -57,6 +58,7 @@ class MpiBootstrap final : public Bootstrap {
   }
 
   tmashmem_status_t broadcast(void* data, size_t bytes, int root) override {
+    TMASHMEM_TRY(usable());
     if (root < 0 || root >= size_)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE, "broadcast root %d out of range [0, %d)", root,
                        size_);
@@ -84,7 +86,22 @@ class MpiBootstrap final : public Bootstrap {
   }
 
  private:
-  int next_tag() { return static_cast<int>(sequence_++ % 32000u); }
+  // After a timeout the PEs are out of step (late messages may still arrive), and
+  // after MPI_Finalize no MPI call is allowed: both make every later call an error.
+  tmashmem_status_t usable() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return set_error(TMASHMEM_ERROR_BOOTSTRAP,
+                       "MPI is already finalized: call tmashmem_finalize before MPI_Finalize");
+    if (failed_)
+      return set_error(TMASHMEM_ERROR_BOOTSTRAP,
+                       "the MPI bootstrap is unusable after an earlier timeout; the PEs are out of "
+                       "step (restart the job)");
+    return TMASHMEM_SUCCESS;
+  }
+
+  int next_tag() { return static_cast<int>(sequence_++ % 32767u); }
 
   tmashmem_status_t check(int rc, const char* call) {
     if (rc == MPI_SUCCESS) return TMASHMEM_SUCCESS;
@@ -116,16 +133,17 @@ class MpiBootstrap final : public Bootstrap {
     for (size_t r = 0; r < recvs.size(); ++r)
       if (recvs[r] != MPI_REQUEST_NULL)
         missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    // A cancelled receive is completed before its buffer goes away, so a message that
+    // matched meanwhile cannot land in freed memory. Sends are only released (a send
+    // to a dead PE may never complete); they are small and already buffered by MPI.
     for (auto& req : recvs)
       if (req != MPI_REQUEST_NULL) {
         MPI_Cancel(&req);
-        MPI_Request_free(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
       }
     for (auto& req : sends)
-      if (req != MPI_REQUEST_NULL) {
-        MPI_Cancel(&req);
-        MPI_Request_free(&req);
-      }
+      if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+    failed_ = true;
     return set_error(TMASHMEM_ERROR_TIMEOUT,
                      "bootstrap %s timed out after %d ms waiting for PE(s) %s; a PE died or "
                      "did not make the same collective call (raise "
@@ -136,6 +154,7 @@ class MpiBootstrap final : public Bootstrap {
   MPI_Comm comm_;
   int timeout_ms_;
   unsigned sequence_ = 0;
+  bool failed_ = false;
 };
 
 int env_int(const char* name) {
@@ -174,9 +193,26 @@ tmashmem_status_t make_mpi_bootstrap(const void* comm, int timeout_ms,
   MPI_Comm base = comm ? *static_cast<const MPI_Comm*>(comm) : MPI_COMM_WORLD;
   if (base == MPI_COMM_NULL)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE, "the MPI communicator given is MPI_COMM_NULL");
-  MPI_Comm dup;
-  if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS)
-    return set_error(TMASHMEM_ERROR_BOOTSTRAP, "MPI_Comm_dup failed in the MPI bootstrap");
+  // Non-blocking duplicate with a deadline: a PE that never calls tmashmem_init (or
+  // failed before its bootstrap) is an error here, not a hang.
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Comm_idup(base, &dup, &request) != MPI_SUCCESS)
+    return set_error(TMASHMEM_ERROR_BOOTSTRAP, "MPI_Comm_idup failed in the MPI bootstrap");
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (int done = 0, spins = 0; !done; ++spins) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    if (Clock::now() > deadline)
+      return set_error(TMASHMEM_ERROR_TIMEOUT,
+                       "the MPI bootstrap timed out after %d ms duplicating the communicator: some "
+                       "PE did not call tmashmem_init (or failed before its bootstrap; see its "
+                       "error). Raise TMASHMEM_BOOTSTRAP_TIMEOUT_MS if it is only slow",
+                       timeout_ms);
+    if (spins > 1000) usleep(50);
+  }
+  // Errors come back as return codes (the library's one error path), not as aborts.
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   *out = std::make_unique<MpiBootstrap>(dup, timeout_ms);
   return TMASHMEM_SUCCESS;
 }

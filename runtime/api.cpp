@@ -1,6 +1,7 @@
 // The small queries of the C API: who am I, errors, barrier, device context.
 #include <cstring>
 
+#include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
@@ -46,9 +47,12 @@ tmashmem_status_t tmashmem_barrier_all(void) {
   std::lock_guard<std::mutex> lock(rt.mutex);
   TMASHMEM_TRY(require_initialized("tmashmem_barrier_all"));
   // Work this PE queued before the barrier is complete (and so visible to peers)
-  // before any PE leaves it.
-  TMASHMEM_CU(cuCtxSynchronize());
-  return rt.bootstrap->barrier();
+  // before any PE leaves it. Every PE reaches the agreement (itself a barrier) even
+  // when its synchronisation failed, so the PEs stay in step.
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  CUresult r = driver().cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuCtxSynchronize", __FILE__, __LINE__);
+  return agree(*rt.bootstrap, st, "tmashmem_barrier_all", "synchronizing its device");
 }
 
 void* tmashmem_signal_pad(void) {

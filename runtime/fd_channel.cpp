@@ -55,7 +55,8 @@ void FdChannel::close() {
   socket_ = -1;
 }
 
-tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int timeout_ms) {
+tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, bool* sent) {
+  *sent = false;
   sockaddr_un address;
   socklen_t length = abstract_address(job_id_, to, &address);
   iovec iov;
@@ -78,12 +79,24 @@ tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int 
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   // The peer binds its socket during init, before the bootstrap barrier that
   // precedes any exchange, so ECONNREFUSED/ENOENT mean it is gone; EAGAIN means its
-  // queue is full, which is retried until the deadline.
+  // queue is full (the caller drains its own queue and tries again).
+  for (;;) {
+    if (::sendmsg(socket_, &header, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+      *sent = true;
+      return TMASHMEM_SUCCESS;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return TMASHMEM_SUCCESS;
+    return set_system_error("sending a memory handle to PE %d over its Unix socket", to);
+  }
+}
+
+tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    if (::sendmsg(socket_, &header, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return TMASHMEM_SUCCESS;
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return set_system_error("sending a memory handle to PE %d over its Unix socket", to);
+    bool sent = false;
+    TMASHMEM_TRY(try_send(to, message, fd, &sent));
+    if (sent) return TMASHMEM_SUCCESS;
     if (remaining_ms(deadline) == 0)
       return set_error(TMASHMEM_ERROR_TIMEOUT,
                        "sending a memory handle to PE %d timed out after %d ms: its socket queue "
@@ -94,20 +107,9 @@ tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int 
   }
 }
 
-tmashmem_status_t FdChannel::receive(FdMessage* message, int* fd, int timeout_ms,
-                                     const std::string& waiting_for) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+tmashmem_status_t FdChannel::try_receive(FdMessage* message, int* fd, bool* got) {
+  *got = false;
   for (;;) {
-    pollfd p{socket_, POLLIN, 0};
-    int ready = ::poll(&p, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return set_system_error("poll on the handle-exchange socket");
-    if (ready == 0)
-      return set_error(TMASHMEM_ERROR_TIMEOUT,
-                       "waiting %d ms for a memory handle from PE(s) %s timed out: a PE died or "
-                       "did not make the same collective call (raise TMASHMEM_BOOTSTRAP_TIMEOUT_MS "
-                       "if it is only slow)",
-                       timeout_ms, waiting_for.c_str());
     iovec iov;
     iov.iov_base = message;
     iov.iov_len = sizeof *message;
@@ -118,8 +120,9 @@ tmashmem_status_t FdChannel::receive(FdMessage* message, int* fd, int timeout_ms
     header.msg_iovlen = 1;
     header.msg_control = control;
     header.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(socket_, &header, MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    ssize_t n = ::recvmsg(socket_, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TMASHMEM_SUCCESS;
     if (n < 0) return set_system_error("recvmsg on the handle-exchange socket");
     cmsghdr* c = CMSG_FIRSTHDR(&header);
     int received = -1;
@@ -134,7 +137,28 @@ tmashmem_status_t FdChannel::receive(FdMessage* message, int* fd, int timeout_ms
                        n, received);
     }
     *fd = received;
+    *got = true;
     return TMASHMEM_SUCCESS;
+  }
+}
+
+tmashmem_status_t FdChannel::receive(FdMessage* message, int* fd, int timeout_ms,
+                                     const std::string& waiting_for) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    bool got = false;
+    TMASHMEM_TRY(try_receive(message, fd, &got));
+    if (got) return TMASHMEM_SUCCESS;
+    int left = remaining_ms(deadline);
+    if (left == 0)
+      return set_error(TMASHMEM_ERROR_TIMEOUT,
+                       "waiting %d ms for a memory handle from PE(s) %s timed out: a PE died or "
+                       "did not make the same collective call (raise TMASHMEM_BOOTSTRAP_TIMEOUT_MS "
+                       "if it is only slow)",
+                       timeout_ms, waiting_for.c_str());
+    pollfd p{socket_, POLLIN, 0};
+    int ready = ::poll(&p, 1, left);
+    if (ready < 0 && errno != EINTR) return set_system_error("poll on the handle-exchange socket");
   }
 }
 

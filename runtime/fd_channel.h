@@ -32,8 +32,14 @@ class FdChannel {
   void close();
   bool is_open() const { return socket_ >= 0; }
 
-  // Sends a duplicate of `fd` to PE `to`. The caller keeps `fd`.
+  // Sends a duplicate of `fd` to PE `to`. The caller keeps `fd`. Waits while the
+  // peer's queue is full (callers that also receive should use try_send and drain
+  // their own queue meanwhile, or PEs that all send first can deadlock).
   tmashmem_status_t send(int to, const FdMessage& message, int fd, int timeout_ms);
+  // One attempt: *sent is false (and the status success) when the peer's queue is full.
+  tmashmem_status_t try_send(int to, const FdMessage& message, int fd, bool* sent);
+  // One attempt: *got is false (and the status success) when nothing is queued.
+  tmashmem_status_t try_receive(FdMessage* message, int* fd, bool* got);
   // Receives one descriptor (the caller owns it). `waiting_for` only names whom the
   // timeout message blames.
   tmashmem_status_t receive(FdMessage* message, int* fd, int timeout_ms,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -36,8 +37,16 @@ tmashmem_status_t SymmetricHeap::create(const HeapSetup& setup) {
   TMASHMEM_CU(
       cuMemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   if (granularity_ == 0) granularity_ = size_t(2) << 20;
+  const size_t limit = ~size_t(0) - granularity_;
+  if (setup_.heap_max == 0 || setup_.heap_max > limit || setup_.chunk_size == 0 ||
+      setup_.chunk_size > limit)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "TMASHMEM_HEAP_MAX=%zu / TMASHMEM_CHUNK_SIZE=%zu: each must be between 1 and "
+                     "%zu bytes",
+                     setup_.heap_max, setup_.chunk_size, limit);
   max_bytes_ = round_up(setup_.heap_max, granularity_);
   chunk_bytes_ = round_up(setup_.chunk_size, granularity_);
+  if (chunk_bytes_ > max_bytes_) chunk_bytes_ = max_bytes_;
   stride_ = max_bytes_;
   size_t slots = setup_.reachable.size();
   if (slots == 0 || setup_.my_slot < 0 || static_cast<size_t>(setup_.my_slot) >= slots)
@@ -184,27 +193,18 @@ tmashmem_status_t SymmetricHeap::share_posix_fd(Chunk* chunk, uint32_t sequence)
   message.sequence = sequence;
   message.from_pe = setup_.first_local_pe + me;
   message.bytes = chunk->bytes;
-  tmashmem_status_t st = TMASHMEM_SUCCESS;
-  int expected = 0;
-  std::string waiting_for;
-  for (size_t s = 0; s < chunk->slots.size(); ++s) {
-    if (static_cast<int>(s) == me || !setup_.reachable[s]) continue;
-    int pe = setup_.first_local_pe + static_cast<int>(s);
-    if (st == TMASHMEM_SUCCESS) st = setup_.channel->send(pe, message, fd, setup_.timeout_ms);
-    ++expected;
-    waiting_for += (waiting_for.empty() ? "" : ",") + std::to_string(pe);
-  }
-  ::close(fd);
-  TMASHMEM_TRY(st);
+  std::vector<int> targets;  // local slots that get (and send) this chunk
+  for (size_t s = 0; s < chunk->slots.size(); ++s)
+    if (static_cast<int>(s) != me && setup_.reachable[s]) targets.push_back(static_cast<int>(s));
   std::vector<bool> received(chunk->slots.size(), false);
-  while (expected > 0) {
-    FdMessage in;
-    int peer_fd = -1;
-    TMASHMEM_TRY(setup_.channel->receive(&in, &peer_fd, setup_.timeout_ms, waiting_for));
+  size_t pending = targets.size();
+
+  // Imports and maps one peer's chunk.
+  auto accept = [&](const FdMessage& in, int peer_fd) -> tmashmem_status_t {
     int slot = in.from_pe - setup_.first_local_pe;
     if (in.sequence < sequence) {  // left over from a growth step that failed elsewhere
       ::close(peer_fd);
-      continue;
+      return TMASHMEM_SUCCESS;
     }
     if (in.sequence != sequence || !slot_reachable(slot) || received[static_cast<size_t>(slot)] ||
         in.bytes != chunk->bytes) {
@@ -223,8 +223,53 @@ tmashmem_status_t SymmetricHeap::share_posix_fd(Chunk* chunk, uint32_t sequence)
     if (r != CUDA_SUCCESS)
       return cuda_error(r, "cuMemImportFromShareableHandle(posix fd)", __FILE__, __LINE__);
     received[static_cast<size_t>(slot)] = true;
-    TMASHMEM_TRY(map_slot(chunk, slot, handle));
-    --expected;
+    --pending;
+    return map_slot(chunk, slot, handle);
+  };
+  auto missing = [&]() {
+    std::string list;
+    for (int slot : targets)
+      if (!received[static_cast<size_t>(slot)])
+        list += (list.empty() ? "" : ",") + std::to_string(setup_.first_local_pe + slot);
+    return list;
+  };
+
+  // Every PE sends to every peer, then receives. A datagram queue holds only a few
+  // messages (net.unix.max_dgram_qlen), so while a peer's queue is full this PE
+  // drains its own: with everyone doing that, nobody waits on a full queue forever.
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(setup_.timeout_ms);
+  for (size_t next = 0; st == TMASHMEM_SUCCESS && next < targets.size();) {
+    const int to = setup_.first_local_pe + targets[next];
+    bool sent = false;
+    st = setup_.channel->try_send(to, message, fd, &sent);
+    if (st != TMASHMEM_SUCCESS) break;
+    if (sent) {
+      ++next;
+      continue;
+    }
+    FdMessage in;
+    int peer_fd = -1;
+    bool got = false;
+    st = setup_.channel->try_receive(&in, &peer_fd, &got);
+    if (st == TMASHMEM_SUCCESS && got) st = accept(in, peer_fd);
+    if (st == TMASHMEM_SUCCESS && !got) {
+      if (std::chrono::steady_clock::now() > deadline)
+        st = set_error(TMASHMEM_ERROR_TIMEOUT,
+                       "sending a heap handle to PE %d timed out after %d ms: its socket queue "
+                       "stayed full (is PE %d alive?)",
+                       to, setup_.timeout_ms, to);
+      else
+        usleep(100);
+    }
+  }
+  ::close(fd);
+  TMASHMEM_TRY(st);
+  while (pending > 0) {
+    FdMessage in;
+    int peer_fd = -1;
+    TMASHMEM_TRY(setup_.channel->receive(&in, &peer_fd, setup_.timeout_ms, missing()));
+    TMASHMEM_TRY(accept(in, peer_fd));
   }
   return TMASHMEM_SUCCESS;
 }

@@ -147,15 +147,17 @@ tmashmem_status_t reach_row(Runtime& rt, const std::vector<PeInfo>& all, uint64_
 tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all) {
   bool all_fabric = true, all_posix = true;
   int no_fabric = -1, no_posix = -1;
-  for (int s = 0; s < rt.n_local_pes; ++s) {
-    const PeInfo& p = all[static_cast<size_t>(rt.first_local_pe + s)];
+  // Over every PE of the job, not just this node's: the handle type decides which
+  // collectives heap growth makes, so all PEs must choose the same one.
+  for (size_t pe = 0; pe < all.size(); ++pe) {
+    const PeInfo& p = all[pe];
     if (!p.fabric_export_ok && all_fabric) {
       all_fabric = false;
-      no_fabric = rt.first_local_pe + s;
+      no_fabric = static_cast<int>(pe);
     }
     if (!p.posix_fd && all_posix) {
       all_posix = false;
-      no_posix = rt.first_local_pe + s;
+      no_posix = static_cast<int>(pe);
     }
   }
   switch (rt.config.handle_type) {
@@ -298,7 +300,15 @@ Runtime& runtime() {
 }
 
 tmashmem_status_t require_initialized(const char* call) {
-  if (runtime().initialized) return TMASHMEM_SUCCESS;
+  Runtime& rt = runtime();
+  if (rt.initialized) {
+    // Calls may come from any host thread: the runtime's context must be current there
+    // for the driver calls that follow (cuMemsetD8, synchronisation, tensor tables).
+    CUcontext current = nullptr;
+    if (driver().cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != rt.context)
+      TMASHMEM_CU(cuCtxSetCurrent(rt.context));
+    return TMASHMEM_SUCCESS;
+  }
   return set_error(TMASHMEM_ERROR_NOT_INITIALIZED,
                    "%s called before tmashmem_init (or after tmashmem_finalize)", call);
 }

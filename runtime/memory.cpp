@@ -1,6 +1,7 @@
 // Symmetric allocation: malloc, calloc, align, free, ptr.
 #include <cstring>
 
+#include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
@@ -55,9 +56,18 @@ tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignmen
   }
   CUdeviceptr address = rt.heap.my_base() + offset;
   if (zero) {
-    TMASHMEM_CU(cuMemsetD8(address, 0, size));
-    TMASHMEM_CU(cuCtxSynchronize());
-    TMASHMEM_TRY(rt.bootstrap->barrier());
+    // Agreed (and so a barrier): no PE writes into a block another PE is still
+    // zeroing, and a failure anywhere frees the block everywhere.
+    tmashmem_status_t zeroed = TMASHMEM_SUCCESS;
+    CUresult r = driver().cuMemsetD8(address, 0, size);
+    if (r == CUDA_SUCCESS) r = driver().cuCtxSynchronize();
+    if (r != CUDA_SUCCESS)
+      zeroed = cuda_error(r, "cuMemsetD8 + cuCtxSynchronize", __FILE__, __LINE__);
+    zeroed = agree(*rt.bootstrap, zeroed, call, "zeroing the new block");
+    if (zeroed != TMASHMEM_SUCCESS) {
+      rt.allocator.release(offset);
+      return zeroed;
+    }
   }
   *out = reinterpret_cast<void*>(address);
   return TMASHMEM_SUCCESS;
@@ -106,8 +116,13 @@ void* tmashmem_calloc(size_t count, size_t size) {
   std::lock_guard<std::mutex> lock(runtime().mutex);
   size_t bytes = count * size;
   if (size != 0 && bytes / size != count) {
-    set_error(TMASHMEM_ERROR_INVALID_VALUE,
-              "tmashmem_calloc(%zu, %zu): count * size overflows size_t", count, size);
+    // Still collective: the other PEs may have passed something else.
+    if (require_initialized("tmashmem_calloc") == TMASHMEM_SUCCESS &&
+        check_symmetric("tmashmem_calloc",
+                        {{"size", size}, {"alignment", kDefaultAlignment}, {"count", count}}) ==
+            TMASHMEM_SUCCESS)
+      set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                "tmashmem_calloc(%zu, %zu): count * size overflows size_t", count, size);
     return nullptr;
   }
   void* out = nullptr;

@@ -132,7 +132,8 @@ TEST_CASE("heap: growth across chunks keeps earlier data; every PE maps every ch
     for (size_t i = 0; i < seg; ++i)
       if (first[size_t(w) * seg + i] != pattern(seed, w, me, i, 1)) ++bad;
   CHECK(bad == 0);
-  CHECK(all_ranks(exchange_and_check(more.back(), size_t(3) << 20, 2)));
+  // more.back() holds 18 MiB: one segment per PE.
+  CHECK(all_ranks(exchange_and_check(more.back(), (size_t(18) << 20) / size_t(n), 2)));
   for (auto* p : more) CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(first) == TMASHMEM_SUCCESS);
 }
