@@ -19,16 +19,21 @@ size_t round_up(size_t value, size_t multiple) {
 }
 
 CUmemAllocationProp allocation_prop(const HeapSetup& setup) {
+  return device_allocation_prop(setup.device_ordinal, setup.handle_type);
+}
+
+}  // namespace
+
+CUmemAllocationProp device_allocation_prop(int device_ordinal,
+                                           CUmemAllocationHandleType handle_type) {
   CUmemAllocationProp prop;
   std::memset(&prop, 0, sizeof prop);
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = setup.device_ordinal;
-  prop.requestedHandleTypes = setup.handle_type;
+  prop.location.id = device_ordinal;
+  prop.requestedHandleTypes = handle_type;
   return prop;
 }
-
-}  // namespace
 
 tmashmem_status_t SymmetricHeap::create(const HeapSetup& setup) {
   destroy();

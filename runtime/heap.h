@@ -40,6 +40,11 @@ struct HeapSetup {
   std::vector<bool> reachable;
 };
 
+// Properties of heap memory: pinned device memory of `device_ordinal`, exportable as
+// `handle_type`. The heap's chunks and init's fabric-export probe both use it.
+CUmemAllocationProp device_allocation_prop(int device_ordinal,
+                                           CUmemAllocationHandleType handle_type);
+
 class SymmetricHeap {
  public:
   SymmetricHeap() = default;

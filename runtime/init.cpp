@@ -81,12 +81,7 @@ tmashmem_status_t select_device(Runtime& rt) {
 
 // Whether this process can export a fabric handle (needs driver, IMEX where multi-node).
 bool probe_fabric_export(const Runtime& rt) {
-  CUmemAllocationProp prop;
-  std::memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = rt.device_ordinal;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  CUmemAllocationProp prop = device_allocation_prop(rt.device_ordinal, CU_MEM_HANDLE_TYPE_FABRIC);
   size_t granularity = 0;
   if (driver().cuMemGetAllocationGranularity(&granularity, &prop,
                                              CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS ||

@@ -92,6 +92,17 @@ tmashmem_status_t symmetric_free(const char* call, void* ptr) {
   return TMASHMEM_SUCCESS;
 }
 
+namespace {
+
+// The public allocation calls: the runtime's lock, then symmetric_alloc; NULL on error.
+void* locked_alloc(const char* call, size_t size, size_t alignment) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  void* out = nullptr;
+  symmetric_alloc(call, size, alignment, false, {}, &out);
+  return out;
+}
+
+}  // namespace
 }  // namespace tmashmem
 
 using namespace tmashmem;
@@ -99,17 +110,11 @@ using namespace tmashmem;
 extern "C" {
 
 void* tmashmem_malloc(size_t size) {
-  std::lock_guard<std::mutex> lock(runtime().mutex);
-  void* out = nullptr;
-  symmetric_alloc("tmashmem_malloc", size, kDefaultAlignment, false, {}, &out);
-  return out;
+  return locked_alloc("tmashmem_malloc", size, kDefaultAlignment);
 }
 
 void* tmashmem_align(size_t alignment, size_t size) {
-  std::lock_guard<std::mutex> lock(runtime().mutex);
-  void* out = nullptr;
-  symmetric_alloc("tmashmem_align", size, alignment, false, {}, &out);
-  return out;
+  return locked_alloc("tmashmem_align", size, alignment);
 }
 
 void* tmashmem_calloc(size_t count, size_t size) {

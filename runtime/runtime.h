@@ -9,9 +9,9 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,6 +58,9 @@ tmashmem_status_t require_initialized(const char* call);
 // COLLECTIVE. All-gathers `call` and its named arguments; any difference between
 // PEs is TMASHMEM_ERROR_SYMMETRY on every PE, naming the PEs and the values.
 using NamedArg = std::pair<const char*, uint64_t>;
+// "" when every PE's value equals PE 0's; else "8192 on PE 1, 16 on PE 3 and 2 more
+// PEs" for the messages of symmetry errors. `values` is indexed by PE.
+std::string describe_differences(const std::vector<uint64_t>& values);
 tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args);
 
 // COLLECTIVE. The allocation path behind malloc/calloc/align and symmetric tensors:

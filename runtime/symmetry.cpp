@@ -20,6 +20,19 @@ struct CallRecord {
 
 }  // namespace
 
+std::string describe_differences(const std::vector<uint64_t>& values) {
+  std::string differing;
+  int count = 0;
+  for (size_t pe = 1; pe < values.size(); ++pe) {
+    if (values[pe] == values[0]) continue;
+    if (++count <= 4)
+      differing += format_string("%s%llu on PE %zu", count > 1 ? ", " : "",
+                                 static_cast<unsigned long long>(values[pe]), pe);
+  }
+  if (count > 4) differing += format_string(" and %d more PEs", count - 4);
+  return differing;
+}
+
 tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args) {
   Runtime& rt = runtime();
   Bootstrap& bs = *rt.bootstrap;
@@ -43,17 +56,10 @@ tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>&
                        ref.call, pe, other.call);
   }
   for (uint32_t i = 0; i < mine.n_args; ++i) {
-    std::string differing;
-    int count = 0;
-    for (int pe = 1; pe < bs.size(); ++pe) {
-      uint64_t v = all[static_cast<size_t>(pe)].args[i];
-      if (v == ref.args[i]) continue;
-      if (++count <= 4)
-        differing += format_string("%s%llu on PE %d", count > 1 ? ", " : "",
-                                   static_cast<unsigned long long>(v), pe);
-    }
-    if (count > 4) differing += format_string(" and %d more PEs", count - 4);
-    if (count)
+    std::vector<uint64_t> values;
+    for (const CallRecord& r : all) values.push_back(r.args[i]);
+    std::string differing = describe_differences(values);
+    if (!differing.empty())
       return set_error(TMASHMEM_ERROR_SYMMETRY,
                        "%s is collective but its arguments differ: %s = %llu on PE 0 but %s; "
                        "every PE must pass the same value",

@@ -101,17 +101,11 @@ tmashmem_status_t check_same_everywhere(const char* call, const std::vector<Tens
     const bool offset_field = k == ref.size();
     const char* name = offset_field ? "the heap offset of symmetric_ptr" : ref[k].first.c_str();
     uint64_t want = offset_field ? all[0].offset : ref[k].second;
-    std::string differing;
-    int count = 0;
-    for (size_t pe = 1; pe < all.size(); ++pe) {
-      uint64_t v = offset_field ? all[pe].offset : fields[pe][k].second;
-      if (v == want) continue;
-      if (++count <= 4)
-        differing += format_string("%s%llu on PE %zu", count > 1 ? ", " : "",
-                                   static_cast<unsigned long long>(v), pe);
-    }
-    if (count > 4) differing += format_string(" and %d more PEs", count - 4);
-    if (count)
+    std::vector<uint64_t> values;
+    for (size_t pe = 0; pe < all.size(); ++pe)
+      values.push_back(offset_field ? all[pe].offset : fields[pe][k].second);
+    std::string differing = describe_differences(values);
+    if (!differing.empty())
       return set_error(TMASHMEM_ERROR_SYMMETRY,
                        "%s is collective but the PEs describe different tensors: %s = %llu on PE 0 "
                        "but %s; every PE must pass the same descriptor%s",
