@@ -5,6 +5,8 @@
 // a per-round seed:
 //   put_signal_block                          (put + releasing signal, one call)
 //   put_warp + fence + signal_op              (each warp puts a slice)
+//   put_warp + fence + signal_op_relaxed      (the same; thread 0 fences again and
+//                                              signals without a release)
 //   put_nbi + quiet + signal_op               (four threads issue bulk copies)
 //   put_signal_nbi                            (one thread, one call)
 // A data race (signal visible before the data) shows up as a wrong byte.
@@ -25,7 +27,13 @@ constexpr int kThreads = 256;
 constexpr int kNbiIssuers = 4;
 constexpr uint32_t kStageBytes = 8192;
 
-enum class Variant { PutSignalBlock, PutWarpFenceSignal, PutNbiQuietSignal, PutSignalNbi };
+enum class Variant {
+  PutSignalBlock,
+  PutWarpFenceSignal,
+  PutWarpFenceRelaxedSignal,
+  PutNbiQuietSignal,
+  PutSignalNbi
+};
 
 const char* name(Variant v) {
   switch (v) {
@@ -33,6 +41,8 @@ const char* name(Variant v) {
       return "put_signal_block";
     case Variant::PutWarpFenceSignal:
       return "put_warp + fence + signal_op";
+    case Variant::PutWarpFenceRelaxedSignal:
+      return "put_warp + fence + signal_op_relaxed";
     case Variant::PutNbiQuietSignal:
       return "put_nbi + quiet + signal_op";
     case Variant::PutSignalNbi:
@@ -100,6 +110,17 @@ __global__ void __launch_bounds__(kThreads)
       tmashmem::fence();
       __syncthreads();
       if (tid == 0) tmashmem::signal_op(ctx, data_sig, value, SignalOp::Set, next);
+    } else if constexpr (kVariant == Variant::PutWarpFenceRelaxedSignal) {
+      // The documented pattern: every thread's puts, a barrier, then the signalling
+      // thread's fence (cumulative over what the barrier ordered before it) and a
+      // relaxed signal. No thread but 0 fences, so a missing release shows up here.
+      const size_t slice = kWords / warps;
+      tmashmem::put_warp(ctx, inbox + warp * slice, outbox + warp * slice, slice, next);
+      __syncthreads();
+      if (tid == 0) {
+        tmashmem::fence();
+        tmashmem::signal_op_relaxed(ctx, data_sig, value, SignalOp::Set, next);
+      }
     } else if constexpr (kVariant == Variant::PutNbiQuietSignal) {
       const size_t slice = kWords / kNbiIssuers;
       if (lane == 0 && warp < kNbiIssuers) {
@@ -187,6 +208,10 @@ void run_stress(Variant variant) {
       ok &= GPU_TEST_CUDA(
           launch<Variant::PutWarpFenceSignal>(ctx, inbox, outbox, sigs, rounds, seed, result));
       break;
+    case Variant::PutWarpFenceRelaxedSignal:
+      ok &= GPU_TEST_CUDA(launch<Variant::PutWarpFenceRelaxedSignal>(ctx, inbox, outbox, sigs,
+                                                                     rounds, seed, result));
+      break;
     case Variant::PutNbiQuietSignal:
       ok &= GPU_TEST_CUDA(
           launch<Variant::PutNbiQuietSignal>(ctx, inbox, outbox, sigs, rounds, seed, result));
@@ -232,6 +257,10 @@ TEST_CASE("ordering stress: put_signal_block, 1 MiB per round") {
 
 TEST_CASE("ordering stress: put_warp + fence + signal_op, 1 MiB per round") {
   run_stress(Variant::PutWarpFenceSignal);
+}
+
+TEST_CASE("ordering stress: put_warp + fence + signal_op_relaxed, 1 MiB per round") {
+  run_stress(Variant::PutWarpFenceRelaxedSignal);
 }
 
 TEST_CASE("ordering stress: put_nbi + quiet + signal_op, 1 MiB per round") {

@@ -24,17 +24,70 @@ __host__ __device__ uint64_t add_value(uint64_t seed, int from, int adder) {
   return mix64(seed ^ (uint64_t(from) << 20) ^ uint64_t(adder)) >> 40;
 }
 
+template <bool kRelaxed>
+__device__ void update(const tmashmem_ctx_t& ctx, uint64_t* sig, uint64_t value, SignalOp op,
+                       int pe) {
+  if constexpr (kRelaxed)
+    tmashmem::signal_op_relaxed(ctx, sig, value, op, pe);
+  else
+    tmashmem::signal_op(ctx, sig, value, op, pe);
+}
+
 // Thread 0 sets every PE's sigs[me]; then kAdders threads add to it.
+template <bool kRelaxed>
 __global__ void set_kernel(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* sigs,
                            uint64_t seed) {
   for (int q = 0; q < ctx.n_pes; ++q)
-    tmashmem::signal_op(ctx, &sigs[ctx.my_pe], set_value(seed, ctx.my_pe, q), SignalOp::Set, q);
+    update<kRelaxed>(ctx, &sigs[ctx.my_pe], set_value(seed, ctx.my_pe, q), SignalOp::Set, q);
 }
+template <bool kRelaxed>
 __global__ void add_kernel(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* sigs,
                            uint64_t seed) {
   for (int q = 0; q < ctx.n_pes; ++q)
-    tmashmem::signal_op(ctx, &sigs[ctx.my_pe], add_value(seed, ctx.my_pe, threadIdx.x),
-                        SignalOp::Add, q);
+    update<kRelaxed>(ctx, &sigs[ctx.my_pe], add_value(seed, ctx.my_pe, threadIdx.x), SignalOp::Add,
+                     q);
+}
+
+// Sets then adds into every PE's slot for this PE, with signal_op or
+// signal_op_relaxed; checks every slot on this PE. Returns the values now there.
+std::vector<uint64_t> set_and_add(bool relaxed, uint64_t* sigs, const tmashmem_ctx_t& ctx,
+                                  uint64_t seed, int me, int n, bool* ok) {
+  const char* call = relaxed ? "signal_op_relaxed" : "signal_op";
+  if (relaxed)
+    set_kernel<true><<<1, 1>>>(ctx, sigs, seed);
+  else
+    set_kernel<false><<<1, 1>>>(ctx, sigs, seed);
+  *ok &= GPU_TEST_CUDA(cudaGetLastError());
+  *ok &= sync_and_barrier();
+  std::vector<uint64_t> got(kMaxPes);
+  *ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sigs, kMaxPes * 8, cudaMemcpyDeviceToHost));
+  for (int p = 0; p < n; ++p)
+    if (got[size_t(p)] != set_value(seed, p, me)) {
+      std::printf("[PE %d] %s Set from PE %d: 0x%llx, expected 0x%llx\n", me, call, p,
+                  (unsigned long long)got[size_t(p)], (unsigned long long)set_value(seed, p, me));
+      *ok = false;
+    }
+  *ok &= sync_and_barrier();
+
+  if (relaxed)
+    add_kernel<true><<<1, kAdders>>>(ctx, sigs, seed);
+  else
+    add_kernel<false><<<1, kAdders>>>(ctx, sigs, seed);
+  *ok &= GPU_TEST_CUDA(cudaGetLastError());
+  *ok &= sync_and_barrier();
+  *ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sigs, kMaxPes * 8, cudaMemcpyDeviceToHost));
+  std::vector<uint64_t> now(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    uint64_t want = set_value(seed, p, me);
+    for (int a = 0; a < kAdders; ++a) want += add_value(seed, p, a);
+    now[size_t(p)] = want;
+    if (got[size_t(p)] != want) {
+      std::printf("[PE %d] %s Add from PE %d: 0x%llx, expected 0x%llx\n", me, call, p,
+                  (unsigned long long)got[size_t(p)], (unsigned long long)want);
+      *ok = false;
+    }
+  }
+  return now;
 }
 
 struct WaitResult {
@@ -112,34 +165,7 @@ TEST_CASE("signal_op Set and Add into every PE; signal_wait_until for every comp
   const uint64_t seed = seed_for(20, 0);
   bool ok = true;
 
-  set_kernel<<<1, 1>>>(ctx, sigs, seed);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= sync_and_barrier();
-  std::vector<uint64_t> got(kMaxPes);
-  ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sigs, kMaxPes * 8, cudaMemcpyDeviceToHost));
-  for (int p = 0; p < s.n; ++p)
-    if (got[size_t(p)] != set_value(seed, p, s.me)) {
-      std::printf("[PE %d] Set from PE %d: 0x%llx, expected 0x%llx\n", s.me, p,
-                  (unsigned long long)got[size_t(p)], (unsigned long long)set_value(seed, p, s.me));
-      ok = false;
-    }
-  ok &= sync_and_barrier();
-
-  add_kernel<<<1, kAdders>>>(ctx, sigs, seed);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= sync_and_barrier();
-  ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sigs, kMaxPes * 8, cudaMemcpyDeviceToHost));
-  std::vector<uint64_t> now(size_t(s.n));
-  for (int p = 0; p < s.n; ++p) {
-    uint64_t want = set_value(seed, p, s.me);
-    for (int a = 0; a < kAdders; ++a) want += add_value(seed, p, a);
-    now[size_t(p)] = want;
-    if (got[size_t(p)] != want) {
-      std::printf("[PE %d] Add from PE %d: 0x%llx, expected 0x%llx\n", s.me, p,
-                  (unsigned long long)got[size_t(p)], (unsigned long long)want);
-      ok = false;
-    }
-  }
+  const std::vector<uint64_t> now = set_and_add(false, sigs, ctx, seed, s.me, s.n, &ok);
 
   // Every comparison, satisfied (no timeout needed, but bounded anyway) and never
   // satisfied (1 ms and 5 ms timeouts), on every PE's slot.
@@ -197,6 +223,19 @@ TEST_CASE("signal_op Set and Add into every PE; signal_wait_until for every comp
   cudaFree(d_value);
   cudaFree(d_timeout);
   cudaFree(d_out);
+  ok &= sync_and_barrier();
+  tmashmem_free(sigs);
+}
+
+TEST_CASE("signal_op_relaxed Set and Add into every PE") {
+  Session s;
+  REQUIRE(all_ranks(s.ok));
+  REQUIRE(s.n <= kMaxPes);
+  auto* sigs = static_cast<uint64_t*>(tmashmem_calloc(kMaxPes, sizeof(uint64_t)));
+  REQUIRE(all_ranks(sigs != nullptr));
+  bool ok = true;
+  set_and_add(true, sigs, s.ctx(), seed_for(21, 0), s.me, s.n, &ok);
+  CHECK(all_ranks(ok));
   ok &= sync_and_barrier();
   tmashmem_free(sigs);
 }

@@ -63,7 +63,7 @@ __device__ __forceinline__ tmashmem_signal_pad_t* signal_pad(const Ctx& ctx) {
 // The cross-PE step, run by the first warp (`lanes` threads, this one is `lane`)
 // of the block that completed this PE's grid arrival. Returns false on timeout.
 __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, unsigned lane,
-                                                unsigned lanes, const Deadline& deadline) {
+                                                unsigned lanes, Deadline& deadline) {
   tmashmem_signal_pad_t* pad = signal_pad(ctx);
   const int me = ctx.my_pe;
   for (int q = static_cast<int>(lane); q < ctx.n_pes; q += static_cast<int>(lanes))
@@ -109,7 +109,7 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
     __syncwarp(mask);  // orders lane 0's arrival before the other lanes' stores
     last = __shfl_sync(mask, last, 0);
     generation = __shfl_sync(mask, generation, 0);
-    const Deadline deadline(timeout_ns);
+    Deadline deadline(timeout_ns);
     if (last) {
       // All blocks of this PE arrived. Reset the count for the next barrier
       // before releasing anyone into it.

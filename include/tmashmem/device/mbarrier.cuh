@@ -90,7 +90,7 @@ struct alignas(8) Mbarrier {
   /// bound): Status::Ok, or Status::Timeout (then nothing about the data is known).
   __device__ __forceinline__ Status wait(uint32_t parity, uint64_t timeout_ns) {
     if (try_wait(parity)) return Status::Ok;
-    const detail::Deadline deadline(timeout_ns);
+    detail::Deadline deadline(timeout_ns);
     while (!try_wait(parity))
       if (deadline.expired()) return Status::Timeout;
     return Status::Ok;

@@ -71,6 +71,18 @@ __device__ __forceinline__ void st_relaxed_gpu(uint64_t* p, uint64_t v) {
   asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ void red_relaxed_sys_add(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ void red_relaxed_gpu_add(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 __device__ __forceinline__ void red_release_sys_add(uint64_t* p, uint64_t v) {
   asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
@@ -114,13 +126,23 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   return t;
 }
 
-// A deadline for a bounded wait: 0 means "no bound".
+// A deadline for a bounded wait: 0 means "no bound". The clock starts at the 64th
+// call to expired() and is read only every 64th call after that, so a wait that
+// ends within 64 polls never reads the global timer (it costs more than a poll)
+// and a wait reports expiry no earlier than timeout_ns after it began.
 struct Deadline {
-  uint64_t end_ns;
-  __device__ __forceinline__ explicit Deadline(uint64_t timeout_ns)
-      : end_ns(timeout_ns == 0 ? 0 : global_timer_ns() + timeout_ns) {}
-  __device__ __forceinline__ bool expired() const {
-    return end_ns != 0 && global_timer_ns() >= end_ns;
+  uint64_t timeout_ns;
+  uint64_t end_ns = 0;
+  unsigned calls = 0;
+  __device__ __forceinline__ explicit Deadline(uint64_t timeout) : timeout_ns(timeout) {}
+  __device__ __forceinline__ bool expired() {
+    if (timeout_ns == 0 || (++calls & 63u) != 0) return false;
+    const uint64_t now = global_timer_ns();
+    if (end_ns == 0) {
+      end_ns = now + timeout_ns;
+      return false;
+    }
+    return now >= end_ns;
   }
 };
 

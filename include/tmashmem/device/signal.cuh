@@ -11,6 +11,10 @@
 //   ordered by a preceding __syncthreads) is visible to a thread that observes
 //   the new value with an acquire. Bulk copies (put_nbi) are NOT covered until
 //   this thread's quiet(); put_signal_nbi does that for you.
+// - signal_op_relaxed(..., pe): the same update with NO ordering (a relaxed
+//   atomic), like NVSHMEM's nvshmemx_signal_op. It publishes nothing by itself;
+//   after fence() or quiet() it publishes what they ordered (fence + relaxed
+//   store is a release), without signal_op's second fence.
 // - put_signal / put_signal_warp / put_signal_block: the put, then (after the
 //   group's sync) one thread's signal_op. A PE that saw the signal sees the data.
 // - put_signal_nbi: put_nbi, then waits for this thread's bulk copies to finish
@@ -19,8 +23,9 @@
 // - signal_wait_until: polls this PE's signal with system-scope ACQUIRE loads until
 //   the comparison holds: data published before the signal it saw is visible to
 //   the calling thread (and to its block after a __syncthreads). Thread scope.
-//   With timeout_ns > 0 it returns Status::Timeout once that many nanoseconds
-//   (GPU global timer) have passed; with 0 it waits forever. Debug builds
+//   With timeout_ns > 0 it returns Status::Timeout once at least that many
+//   nanoseconds (GPU global timer) have passed; with 0 it waits forever. The
+//   clock is first read after 64 polls, so a quickly satisfied wait reads none. Debug builds
 //   (TMASHMEM_DEVICE_DEBUG) print rank, peer, address, expected and seen values
 //   and trap instead of returning Timeout.
 // - Comparisons are unsigned 64-bit: seen OP value.
@@ -118,6 +123,22 @@ __device__ __forceinline__ void signal_update_release(uint64_t* sig, uint64_t va
     st_release_sys(sig, value);
 }
 
+// Applies op with no ordering at all (relaxed), at the same scope rule.
+__device__ __forceinline__ void signal_update_relaxed(uint64_t* sig, uint64_t value, SignalOp op,
+                                                      bool gpu_scope) {
+  if (gpu_scope) {
+    if (op == SignalOp::Add)
+      red_relaxed_gpu_add(sig, value);
+    else
+      st_relaxed_gpu(sig, value);
+    return;
+  }
+  if (op == SignalOp::Add)
+    red_relaxed_sys_add(sig, value);
+  else
+    st_relaxed_sys(sig, value);
+}
+
 __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig, bool gpu_scope) {
   return gpu_scope ? ld_acquire_gpu(sig) : ld_acquire_sys(sig);
 }
@@ -125,15 +146,14 @@ __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig, bool gpu_sco
 __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint64_t value,
                                              uint64_t timeout_ns, int rank, int from_pe,
                                              bool gpu_scope = false) {
-  uint64_t seen = ld_acquire(sig, gpu_scope);
+  // An acquire load per poll: at GPU scope on an H200 it costs no more than a
+  // relaxed poll, while a relaxed poll followed by an acquire fence adds the
+  // fence, about 0.3 us (docs/performance.md, "What a signal costs").
+  Deadline deadline(timeout_ns);
+  uint64_t seen;
+  while (!compare(seen = ld_acquire(sig, gpu_scope), cmp, value))
+    if (deadline.expired()) break;
   if (compare(seen, cmp, value)) return Status::Ok;
-  const Deadline deadline(timeout_ns);
-  for (unsigned spin = 1;; ++spin) {
-    seen = ld_acquire(sig, gpu_scope);
-    if (compare(seen, cmp, value)) return Status::Ok;
-    // The global timer is read every 64 polls only: it costs more than a poll.
-    if ((spin & 63u) == 0 && deadline.expired()) break;
-  }
 #ifdef TMASHMEM_DEVICE_DEBUG
   printf(
       "[tmashmem rank %d] signal_wait_until timed out after %llu ns: signal at %p (from PE %d) "
@@ -158,6 +178,21 @@ __device__ __forceinline__ void signal_op(const Ctx& ctx, uint64_t* sig, uint64_
                                           SignalOp op, int pe) {
   detail::signal_update_release(detail::peer_address(ctx, sig, pe, sizeof(uint64_t), "signal_op"),
                                 value, op, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
+}
+
+/// signal_op WITHOUT release: one relaxed atomic update of PE `pe`'s signal, not
+/// ordered with anything this thread wrote before it. Use it for a notification
+/// that publishes no data, or right after fence() or quiet(), whose fence already
+/// orders every earlier write of this thread (and of threads that synchronised
+/// with it, e.g. through __syncthreads) before it: fence + relaxed store is a
+/// release. This is what NVSHMEM's nvshmemx_signal_op does for a P2P peer (a
+/// plain store or atomic); it saves the release's fence, about 0.3 us per signal
+/// on an H200 (docs/performance.md). Thread scope.
+__device__ __forceinline__ void signal_op_relaxed(const Ctx& ctx, uint64_t* sig, uint64_t value,
+                                                  SignalOp op, int pe) {
+  detail::signal_update_relaxed(
+      detail::peer_address(ctx, sig, pe, sizeof(uint64_t), "signal_op_relaxed"), value, op,
+      (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
 }
 
 /// putmem(dest, src, bytes, pe), then signal_op(sig, value, op, pe). Thread scope.
