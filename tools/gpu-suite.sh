@@ -4,6 +4,8 @@
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
 #   tools/gpu-suite.sh [all|tests|bench] [ctest -R regex]
+# SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
+# perf-rerun/) and compares the two runs row by row (tools/perf/compare.py).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHAT=${1:-all}
@@ -89,5 +91,13 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   rc=$?
   summary+=("perf: rc=$rc ($(($(date +%s) - t0)) s)")
   tail -40 "$RESULTS/perf.log"
+  if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then
+    t0=$(date +%s)
+    timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf-rerun" >"$RESULTS/perf-rerun.log" 2>&1
+    rc=$?
+    summary+=("perf rerun: rc=$rc ($(($(date +%s) - t0)) s)")
+    python3 "$ROOT/tools/perf/compare.py" "$RESULTS/perf" "$RESULTS/perf-rerun" \
+      --out "$RESULTS/reproducibility.txt" | head -40
+  fi
 fi
 printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"

@@ -52,9 +52,10 @@ __global__ void msg_kernel(const __grid_constant__ Ctx ctx, char* dst, char* raw
 // Ping-pong between PE 0 (initiator) and PE 1, one CTA each. Round i sends value
 // base + i + 1: with kData a put_signal_block of `bytes` whose first and last words
 // carry the value (the receiver checks both after its acquire), else a bare
-// signal_op. Waits are bounded by timeout_ns; *error = 1 on a timeout, 2 on wrong
+// signal_op (kRelaxed: signal_op_relaxed, which orders nothing, like NVSHMEM's
+// nvshmemx_signal_op). Waits are bounded by timeout_ns; *error = 1 on a timeout, 2 on wrong
 // data. The initiator stamps every timed round trip.
-template <bool kData>
+template <bool kData, bool kRelaxed = false>
 __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char* src, size_t bytes,
                                 uint64_t* flag, uint64_t base, long warmup, long iters, int peer,
                                 int initiator, uint64_t timeout_ns, uint64_t* stamps, int* error) {
@@ -69,8 +70,10 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
       if (tmashmem::signal_wait_until(ctx, flag, tmashmem::Cmp::GE, v, timeout_ns, peer) !=
           tmashmem::Status::Ok)
         failed = 1;
-      else if (kData && (in[0] != v || in[last] != v))
-        failed = 2;
+      else if (kData) {
+        const uint64_t first = in[0], final_word = in[last];  // both loads in flight at once
+        if (first != v || final_word != v) failed = 2;
+      }
     }
     __syncthreads();
   };
@@ -83,7 +86,12 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
       __syncthreads();
       tmashmem::put_signal_block(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
     } else {
-      if (threadIdx.x == 0) tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+      if (threadIdx.x == 0) {
+        if constexpr (kRelaxed)
+          tmashmem::signal_op_relaxed(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+        else
+          tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+      }
     }
   };
   const long total = warmup + iters;

@@ -115,6 +115,16 @@ for prog in tmashmem-perf perf_nvshmem; do
   done
 done
 
+# A signal round trip taken apart (not plotted; docs/performance.md reads it out).
+if [ -x "$PERF_DIR/tmashmem-signal-cost" ]; then
+  t0=$(date +%s)
+  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np 2 "$PERF_DIR/tmashmem-signal-cost" \
+    >"$RESULTS/signal-cost.txt" 2>&1
+  rc=$?
+  printf 'run-perf: %-28s np=%d rc=%d %3ds\n' signal-cost 2 "$rc" "$(($(date +%s) - t0))"
+  [ $rc -ne 0 ] && failed+=("signal-cost (rc=$rc)")
+fi
+
 # Shapes of the tile and bulk paths, at 256 MiB, each into its own CSV (not plotted):
 # which tile size / stage depth and which issuer count / staging size move the most.
 mkdir -p "$RESULTS/tune"
@@ -141,6 +151,7 @@ if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
 fi
 
 # ---- plots and the summary ---------------------------------------------------------------
+[ -s "$RESULTS/signal-cost.txt" ] && cat "$RESULTS/signal-cost.txt"
 csvs=()
 [ -s "$TM_CSV" ] && csvs+=("$TM_CSV")
 [ -s "$NV_CSV" ] && csvs+=("$NV_CSV")

@@ -46,16 +46,22 @@ inline int test_pingpong(const Options& opt, Report& report) {
 
   std::vector<StampCase> cases;
   auto values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
-  {
+  for (const bool relaxed : {false, true}) {
     StampCase c;
-    c.op = "signal";
+    c.op = relaxed ? "signal_relaxed" : "signal";
     c.bytes = 8;
     c.participates = me < 2;
     c.values = values;
     c.run = [=](cudaStream_t s, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
-      perf_tm::pingpong_kernel<false><<<1, 1, 0, s>>>(ctx, buf, src, 8, flag, base, warmup, iters,
-                                                      peer, initiator, timeout_ns, stamps, error);
+      if (relaxed)
+        perf_tm::pingpong_kernel<false, true><<<1, 1, 0, s>>>(ctx, buf, src, 8, flag, base, warmup,
+                                                              iters, peer, initiator, timeout_ns,
+                                                              stamps, error);
+      else
+        perf_tm::pingpong_kernel<false, false><<<1, 1, 0, s>>>(ctx, buf, src, 8, flag, base, warmup,
+                                                               iters, peer, initiator, timeout_ns,
+                                                               stamps, error);
       PERF_LAUNCHED("pingpong_kernel");
     };
     cases.push_back(c);
@@ -79,8 +85,8 @@ inline int test_pingpong(const Options& opt, Report& report) {
   }
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip "
-      "(put_signal: put_signal_block + signal_wait_until; signal: signal_op + "
-      "signal_wait_until)");
+      "(put_signal: put_signal_block + signal_wait_until; signal: signal_op (release) + "
+      "signal_wait_until; signal_relaxed: signal_op_relaxed + signal_wait_until)");
   uint64_t base = 0;
   const long iters = opt.iters ? opt.iters : 1000;
   const long warmup = opt.warmup ? opt.warmup : 100;

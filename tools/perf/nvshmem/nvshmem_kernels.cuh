@@ -96,7 +96,10 @@ __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* fl
   auto receive = [&](uint64_t v) {
     if (threadIdx.x == 0) {
       nvshmem_signal_wait_until(flag, NVSHMEM_CMP_GE, v);
-      if (kData && (in[0] != v || in[last] != v)) failed = 2;
+      if (kData) {
+        const uint64_t first = in[0], final_word = in[last];  // both loads in flight at once
+        if (first != v || final_word != v) failed = 2;
+      }
     }
     __syncthreads();
   };

@@ -1,0 +1,227 @@
+// tmashmem-signal-cost: what a signal round trip is made of. PE 0 and PE 1 ping-pong
+// one 64-bit flag inside one kernel each (one thread), with the send and the wait
+// built from single PTX memory operations, so the price of each ordering choice
+// (release store, fence, acquire load, clock reads for timeouts) is measured beside
+// the library's own signal_op / signal_op_relaxed / signal_wait_until, in one run.
+// docs/performance.md ("What a signal costs") reads the numbers out.
+//
+//   mpirun -np 2 tmashmem-signal-cost [iterations]     (under MPS on one GPU)
+//
+// Exits non-zero if a round trip saw a wrong value or a wait timed out.
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tmashmem/device.cuh"
+#include "tmashmem/tmashmem.h"
+
+namespace {
+
+using tmashmem::Cmp;
+using tmashmem::SignalOp;
+
+enum class Send {
+  LibRelease,
+  LibRelaxed,
+  StRelaxedGpu,
+  StVolatile,
+  FenceThenStRelaxed,
+  StReleaseSys
+};
+enum class Wait {
+  LibTimeout,        // signal_wait_until with a timeout (acquire poll, clock every 64 polls)
+  LibForever,        // signal_wait_until without one
+  AcquireGpuPoll,    // ld.acquire.gpu until it holds
+  RelaxedPollFence,  // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
+  VolatilePoll,      // ld.volatile until it holds: no ordering (NVSHMEM's wait)
+  AcquireSysPoll,    // ld.acquire.sys
+};
+
+__device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
+  asm volatile("st.volatile.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t ld_volatile(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
+
+// Round i sends base + i + 1; the initiator times the last 90% of the rounds.
+template <Send kSend, Wait kWait>
+__global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* flag, uint64_t base,
+                         long iters, int peer, int initiator, unsigned long long* elapsed_ns,
+                         int* error) {
+  uint64_t* remote = tmashmem::ptr(ctx, flag, peer);
+  auto send = [&](uint64_t v) {
+    switch (kSend) {
+      case Send::LibRelease:
+        tmashmem::signal_op(ctx, flag, v, SignalOp::Set, peer);
+        break;
+      case Send::LibRelaxed:
+        tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
+        break;
+      case Send::StRelaxedGpu:
+        tmashmem::detail::st_relaxed_gpu(remote, v);
+        break;
+      case Send::StVolatile:
+        st_volatile(remote, v);
+        break;
+      case Send::FenceThenStRelaxed:
+        fence_acq_rel_gpu();
+        tmashmem::detail::st_relaxed_gpu(remote, v);
+        break;
+      case Send::StReleaseSys:
+        tmashmem::detail::st_release_sys(remote, v);
+        break;
+    }
+  };
+  auto wait = [&](uint64_t v) {
+    bool ok = true;
+    switch (kWait) {
+      case Wait::LibTimeout:
+        ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, kTimeoutNs, peer) ==
+             tmashmem::Status::Ok;
+        break;
+      case Wait::LibForever:
+        tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v);
+        break;
+      case Wait::AcquireGpuPoll:
+        while (tmashmem::detail::ld_acquire_gpu(flag) < v) {
+        }
+        break;
+      case Wait::RelaxedPollFence:
+        while (tmashmem::detail::ld_relaxed_gpu(flag) < v) {
+        }
+        fence_acq_rel_gpu();
+        break;
+      case Wait::VolatilePoll:
+        while (ld_volatile(flag) < v) {
+        }
+        break;
+      case Wait::AcquireSysPoll:
+        while (tmashmem::detail::ld_acquire_sys(flag) < v) {
+        }
+        break;
+    }
+    if (!ok) *error = 1;
+    return ok;
+  };
+  uint64_t start = 0;
+  for (long i = 0; i < iters; ++i) {
+    const uint64_t v = base + uint64_t(i) + 1;
+    if (i == iters / 10) start = tmashmem::detail::global_timer_ns();
+    if (!initiator && !wait(v)) return;
+    send(v);
+    if (initiator && !wait(v)) return;
+  }
+  // The flag holds exactly the last value: nothing was lost or reordered.
+  if (ld_volatile(flag) != base + uint64_t(iters)) *error = 2;
+  if (initiator) *elapsed_ns = tmashmem::detail::global_timer_ns() - start;
+}
+
+struct Variant {
+  const char* name;
+  void (*launch)(const tmashmem_ctx_t&, uint64_t*, uint64_t, long, int, int, unsigned long long*,
+                 int*);
+};
+
+template <Send kSend, Wait kWait>
+void launch(const tmashmem_ctx_t& ctx, uint64_t* flag, uint64_t base, long iters, int peer,
+            int initiator, unsigned long long* elapsed, int* error) {
+  pingpong<kSend, kWait><<<1, 1>>>(ctx, flag, base, iters, peer, initiator, elapsed, error);
+}
+
+const Variant kVariants[] = {
+    {"signal_op (release) + signal_wait_until(timeout)",
+     launch<Send::LibRelease, Wait::LibTimeout>},
+    {"signal_op (release) + signal_wait_until", launch<Send::LibRelease, Wait::LibForever>},
+    {"signal_op_relaxed + signal_wait_until(timeout)", launch<Send::LibRelaxed, Wait::LibTimeout>},
+    {"st.relaxed.gpu + ld.acquire.gpu poll", launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll>},
+    {"st.relaxed.gpu + ld.relaxed.gpu poll + fence",
+     launch<Send::StRelaxedGpu, Wait::RelaxedPollFence>},
+    {"st.volatile + ld.volatile poll (NVSHMEM's ops)",
+     launch<Send::StVolatile, Wait::VolatilePoll>},
+    {"fence.acq_rel.gpu + st.relaxed.gpu + acquire poll",
+     launch<Send::FenceThenStRelaxed, Wait::AcquireGpuPoll>},
+    {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
+};
+
+bool cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "[PE %d] %s: %s\n", tmashmem_my_pe(), what, cudaGetErrorString(e));
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const long iters = argc > 1 ? std::atol(argv[1]) : 20000;
+  if (tmashmem_init() != TMASHMEM_SUCCESS) {
+    std::fprintf(stderr, "tmashmem_init failed: %s\n", tmashmem_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const int me = tmashmem_my_pe();
+  if (tmashmem_n_pes() != 2 || iters < 10) {
+    if (me == 0)
+      std::fprintf(stderr, "usage: mpirun -np 2 tmashmem-signal-cost [iterations >= 10]\n");
+    tmashmem_finalize();
+    MPI_Finalize();
+    return 2;
+  }
+  auto* flag = static_cast<uint64_t*>(tmashmem_calloc(1, sizeof(uint64_t)));
+  tmashmem_ctx_t ctx;
+  unsigned long long* elapsed = nullptr;
+  int* error = nullptr;
+  bool ok = flag != nullptr && tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS &&
+            cuda_ok(cudaMalloc(&elapsed, sizeof *elapsed), "cudaMalloc") &&
+            cuda_ok(cudaMalloc(&error, sizeof *error), "cudaMalloc") &&
+            cuda_ok(cudaMemset(error, 0, sizeof *error), "cudaMemset");
+  if (me == 0)
+    std::printf(
+        "signal round trip, PE 0 <-> PE 1, one thread each, %ld rounds x 7 repetitions "
+        "(one_gpu flag %d)\n%-52s %9s %9s %9s  (us per round trip)\n",
+        iters, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0, "send + wait", "min", "median", "max");
+  uint64_t base = 0;
+  for (const Variant& v : kVariants) {
+    std::vector<double> us;
+    for (int rep = 0; rep < 7 && ok; ++rep) {
+      ok &= tmashmem_barrier_all() == TMASHMEM_SUCCESS;
+      v.launch(ctx, flag, base, iters, 1 - me, me == 0, elapsed, error);
+      ok &= cuda_ok(cudaGetLastError(), v.name) && cuda_ok(cudaDeviceSynchronize(), v.name);
+      base += uint64_t(iters);
+      unsigned long long ns = 0;
+      int err = 0;
+      ok &= cuda_ok(cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      ok &= cuda_ok(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (err) {
+        std::fprintf(stderr, "[PE %d] %s: %s\n", me, v.name,
+                     err == 1 ? "a wait timed out" : "the flag did not end at the last value");
+        ok = false;
+      }
+      us.push_back(double(ns) / 1000.0 / double(iters - iters / 10));
+    }
+    if (!ok) break;
+    std::sort(us.begin(), us.end());
+    if (me == 0)
+      std::printf("%-52s %9.3f %9.3f %9.3f\n", v.name, us.front(), us[us.size() / 2], us.back());
+  }
+  int all_ok = ok ? 1 : 0, agreed = 0;
+  MPI_Allreduce(&all_ok, &agreed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (me == 0) std::printf("%s\n", agreed ? "all round trips checked" : "FAILED");
+  tmashmem_free(flag);
+  cudaFree(elapsed);
+  cudaFree(error);
+  tmashmem_finalize();
+  MPI_Finalize();
+  return agreed ? 0 : 1;
+}
