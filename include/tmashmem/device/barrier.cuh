@@ -34,8 +34,10 @@
 // Algorithm: every block's thread 0 increments grid_arrived (gpu-scope acq_rel
 // atomic). The last block to arrive resets it and, with its first warp, stores the
 // new epoch (this PE's barrier count + 1) into barrier_epoch[my_pe] of every peer
-// (system-scope release stores, one lane per peer) and waits until every peer's
-// epoch in its own pad reached the same value (system-scope acquire loads). It
+// (system-scope release stores, one lane per peer; GPU scope when every PE shares
+// this GPU) and waits until every peer's epoch in its own pad reached the same
+// value (acquire loads at the same scope). A grid of one block skips the arrival
+// count. It
 // then publishes the epoch as grid_generation (gpu-scope release), which the other
 // blocks of the PE are polling (gpu-scope acquire). Epochs compare with >=, so a
 // fast peer already announcing the next barrier does not confuse a slow one.
@@ -66,12 +68,21 @@ __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, 
                                                 unsigned lanes, Deadline& deadline) {
   tmashmem_signal_pad_t* pad = signal_pad(ctx);
   const int me = ctx.my_pe;
-  for (int q = static_cast<int>(lane); q < ctx.n_pes; q += static_cast<int>(lanes))
-    if (q != me) st_release_sys(ptr(ctx, &pad->barrier_epoch[me], q), epoch);
+  // When every PE runs on this GPU, GPU scope covers every observer (signal.cuh).
+  const bool gpu_scope = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0;
+  for (int q = static_cast<int>(lane); q < ctx.n_pes; q += static_cast<int>(lanes)) {
+    if (q == me) continue;
+    uint64_t* slot = ptr(ctx, &pad->barrier_epoch[me], q);
+    if (gpu_scope)
+      st_release_gpu(slot, epoch);
+    else
+      st_release_sys(slot, epoch);
+  }
   bool ok = true;
   for (int q = static_cast<int>(lane); q < ctx.n_pes && ok; q += static_cast<int>(lanes)) {
     if (q == me) continue;
-    while (ld_acquire_sys(&pad->barrier_epoch[q]) < epoch) {
+    const uint64_t* slot = &pad->barrier_epoch[q];
+    while ((gpu_scope ? ld_acquire_gpu(slot) : ld_acquire_sys(slot)) < epoch) {
       if (deadline.expired()) {
         ok = false;
         break;
@@ -104,7 +115,9 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
       // Read before arriving (the arrival's release orders it): the leader cannot
       // bump the generation until this block has arrived.
       generation = ld_relaxed_gpu(&pad->grid_generation);
-      last = atom_acq_rel_gpu_add(&pad->grid_arrived, 1) == n_blocks - 1;
+      // A grid of one block is its own last arrival: no atomic, and the count
+      // stays 0 for the next multi-block barrier.
+      last = n_blocks == 1 || atom_acq_rel_gpu_add(&pad->grid_arrived, 1) == n_blocks - 1;
     }
     __syncwarp(mask);  // orders lane 0's arrival before the other lanes' stores
     last = __shfl_sync(mask, last, 0);
@@ -113,14 +126,21 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
     if (last) {
       // All blocks of this PE arrived. Reset the count for the next barrier
       // before releasing anyone into it.
-      if (tid == 0) st_relaxed_gpu(&pad->grid_arrived, 0);
+      if (tid == 0 && n_blocks > 1) st_relaxed_gpu(&pad->grid_arrived, 0);
       const uint64_t epoch = (generation & ~kGenerationFailed) + 1;
       timed_out = !exchange_epochs(ctx, epoch, tid, lanes, deadline);
       // Every lane's acquire (and lane 0's reset) before lane 0's release.
       const bool any_timed_out = __any_sync(mask, timed_out);
       __syncwarp(mask);
-      if (tid == 0)
-        st_release_gpu(&pad->grid_generation, epoch | (any_timed_out ? kGenerationFailed : 0));
+      // With one block nobody polls the generation: the next barrier reads it in
+      // program order or after a kernel boundary, so a relaxed store will do.
+      const uint64_t published = epoch | (any_timed_out ? kGenerationFailed : 0);
+      if (tid == 0) {
+        if (n_blocks > 1)
+          st_release_gpu(&pad->grid_generation, published);
+        else
+          st_relaxed_gpu(&pad->grid_generation, published);
+      }
       timed_out = any_timed_out;
     } else if (tid == 0) {
       uint64_t seen;
