@@ -28,6 +28,9 @@ const std::vector<SettingInfo>& settings() {
       {"TMASHMEM_MULTICAST", "auto",
        "NVLink multicast objects: auto, on, off (not used by this release; reported by "
        "tmashmem-info)"},
+      {"TMASHMEM_STREAM_MEM_OPS", "on",
+       "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the "
+       "device supports them; off (or 0): always the library's one-thread kernels"},
       {"TMASHMEM_DEBUG", "0",
        "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth"},
   };
@@ -144,6 +147,11 @@ tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
     const char* m = "auto";
     TMASHMEM_TRY(env_choice("TMASHMEM_MULTICAST", words, values, 3, &m));
     c.multicast = m;
+  }
+  {
+    static const char* const words[] = {"on", "off", "1", "0"};
+    static const bool values[] = {true, false, true, false};
+    TMASHMEM_TRY(env_choice("TMASHMEM_STREAM_MEM_OPS", words, values, 4, &c.stream_mem_ops));
   }
   TMASHMEM_TRY(env_int("TMASHMEM_BOOTSTRAP_TIMEOUT_MS", 1, &c.bootstrap_timeout_ms));
   TMASHMEM_TRY(env_int("TMASHMEM_DEBUG", 0, &c.debug));

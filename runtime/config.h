@@ -19,6 +19,7 @@ struct Config {
   int bootstrap_timeout_ms = 120000;                              // TMASHMEM_BOOTSTRAP_TIMEOUT_MS
   int debug = 0;                                                  // TMASHMEM_DEBUG
   std::string multicast = "auto";  // TMASHMEM_MULTICAST (gate for a later release)
+  bool stream_mem_ops = true;      // TMASHMEM_STREAM_MEM_OPS (off: on-stream signals use kernels)
   const void* mpi_comm = nullptr;  // attr only
 };
 

@@ -55,6 +55,8 @@ namespace tmashmem {
     CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
   X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                               \
   X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))           \
+  X(cuStreamWriteValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))         \
+  X(cuStreamWaitValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))          \
   X(cuTensorMapEncodeTiled,                                                                      \
     CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,        \
                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, \
@@ -64,6 +66,19 @@ namespace tmashmem {
 // cuMemAlloc_v2, ...). The macro argument is expanded in the member name but not in
 // the string given to cuGetProcAddress, which wants the base name; so the members
 // carry the _v2 names and lookups use the base names, which is what the driver expects.
+//
+// The driver answers a base name with the newest version of that entry point whose
+// CUDA version is <= kDriverAbiVersion. For the stream memory operations that is the
+// _v2 ABI: cuStreamWriteValue64 / cuStreamWaitValue64 exist as version 9000 (v1, which
+// needed the NVreg_EnableStreamMemOPs module parameter and is reported by
+// CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1) and version 11070 (_v2, always
+// available where CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS is 1); cudaTypedefs.h
+// names them PFN_cuStreamWaitValue64_v9000 and _v11070. At 12000 the lookup therefore
+// gives _v2, the same symbol cuda.h binds (`#define cuStreamWaitValue64
+// cuStreamWaitValue64_v2`) and the member name carries. Both versions have the same C
+// signature, so only the version number decides which one the table holds. Every driver
+// load_driver accepts (CUDA 12.0 or later) has _v2; whether the device can run it is
+// CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, which the on-stream calls check.
 constexpr int kDriverAbiVersion = 12000;
 
 template <typename T>

@@ -127,7 +127,15 @@ const char* tmashmem_last_error(void);
  * `stream` is a cudaStream_t (or CUstream) of the device tmashmem_init chose
  * (tmashmem_device()); 0 is the legacy default stream. The library launches its
  * small kernels through its own copy of the CUDA runtime, in the device's primary
- * context, so streams created by the application's runtime or driver API work. */
+ * context, so streams created by the application's runtime or driver API work.
+ *
+ * Signals use CUDA stream memory operations (cuStreamWriteValue64,
+ * cuStreamWaitValue64) instead of kernels where the device supports 64-bit ones
+ * (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, asked once per device) and
+ * TMASHMEM_STREAM_MEM_OPS is not 0/off: no GPU thread spins while a stream waits.
+ * They are captured into graphs like the kernels are. The signal calls make the
+ * runtime's CUDA context current on the calling thread while they enqueue, and
+ * restore the thread's previous context before they return. */
 
 /* The same type as cudaStream_t and CUstream (declared here so that this header
  * needs no CUDA header). */
@@ -171,14 +179,31 @@ tmashmem_status_t tmashmem_getmem_on_stream(void* dest, const void* src, size_t 
 /* Updates PE `pe`'s copy of the symmetric signal `sig` (8-byte aligned) with `op`
  * (a tmashmem_signal_op_t) and `value`, once the stream's earlier work is complete,
  * with release semantics: a PE that sees the new value also sees that work's
- * writes. */
+ * writes.
+ *
+ * TMASHMEM_SIGNAL_SET is one 64-bit stream write (cuStreamWriteValue64 with
+ * CU_STREAM_WRITE_VALUE_DEFAULT, whose system-wide memory fence, scoped to the
+ * stream, precedes the write) where stream memory operations are used (see above),
+ * else a one-thread kernel (system-scope fence, then a releasing store).
+ * TMASHMEM_SIGNAL_ADD is always the kernel (an atomic add with release): CUDA 13.0 has
+ * no atomic read-modify-write stream memory operation. */
 tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
                                                tmashmem_stream_t stream);
 
 /* Holds the stream until this PE's signal `sig` (8-byte aligned) satisfies
  * `*sig <cmp> value` (`cmp` a tmashmem_cmp_t); the stream's later work sees what
- * the signalling PE published before its signal (acquire). Waits without a bound,
- * on one thread of the GPU. */
+ * the signalling PE published before its signal (acquire). Waits without a bound.
+ *
+ * Where stream memory operations are used (see above), EQ, GE and GT are a stream
+ * wait (cuStreamWaitValue64): EQ waits for *sig == value; GE for CUDA's cyclic
+ * comparison (int64_t)(*sig - value) >= 0; GT for (int64_t)(*sig - (value + 1)) >= 0.
+ * GE and GT therefore agree with the unsigned comparison whenever *sig and value are
+ * less than 2^63 apart (e.g. counters that start at 0 and stay below 2^63); outside
+ * that range such a wait may end early or never. NVSHMEM's
+ * nvshmemx_signal_wait_until_on_stream has the same property where it uses
+ * cuStreamWaitValue64 (its GE with CU_STREAM_WAIT_VALUE_GEQ). GE 0 and GT UINT64_MAX,
+ * NE, LT and LE, and every comparison when stream memory operations are not used,
+ * wait on one thread of the GPU with the exact unsigned comparison (in [0, 2^64)). */
 tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                                        tmashmem_stream_t stream);
 

@@ -101,6 +101,38 @@ TEST_CASE("config: bad values name the variable, the value and the accepted form
         std::string::npos);
 }
 
+TEST_CASE("config: TMASHMEM_STREAM_MEM_OPS is on by default; 0 or off selects the kernels") {
+  Config c;
+  unsetenv("TMASHMEM_STREAM_MEM_OPS");
+  REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
+  CHECK(c.stream_mem_ops);
+  const struct {
+    const char* text;
+    bool want;
+  } cases[] = {{"0", false}, {"off", false}, {"OFF", false}, {"1", true}, {"on", true}};
+  for (const auto& k : cases) {
+    EnvGuard g("TMASHMEM_STREAM_MEM_OPS", k.text);
+    c.stream_mem_ops = !k.want;
+    REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
+    CHECK(c.stream_mem_ops == k.want);
+  }
+  {
+    EnvGuard g("TMASHMEM_STREAM_MEM_OPS", "sometimes");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+    std::string m = tmashmem_last_error();
+    CHECK(m.find("TMASHMEM_STREAM_MEM_OPS") != std::string::npos);
+    CHECK(m.find("sometimes") != std::string::npos);
+    CHECK(m.find("off") != std::string::npos);
+  }
+  bool listed = false;
+  for (const SettingInfo& s : settings())
+    if (std::string(s.name) == "TMASHMEM_STREAM_MEM_OPS") {
+      listed = true;
+      CHECK(std::string(s.default_value) == "on");
+    }
+  CHECK(listed);  // so tmashmem-info prints it
+}
+
 TEST_CASE("config: every setting has a default and a help line") {
   for (const SettingInfo& s : settings()) {
     CHECK(std::string(s.name).rfind("TMASHMEM_", 0) == 0);

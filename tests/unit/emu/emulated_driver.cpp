@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -299,6 +301,7 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
     {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT", "the wait operation has timed out"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -410,6 +413,12 @@ CUresult emu_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUde
       break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
       *value = 0x18 + device;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+      *value = o.stream_mem_ops_64;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+      *value = 1;
       break;
     default:
       *value = 0;
@@ -850,6 +859,76 @@ CUresult emu_cuMemSetAccess(CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc
   return CUDA_SUCCESS;
 }
 
+// -- Stream memory operations (no streams: each happens during the call; see the header)
+
+// The checks both operations make on every attempt, with the lock held.
+CUresult check_mem_op(const State& s, CUdeviceptr addr, bool write) {
+  int d = 0;
+  CUresult r = current_device(s, &d);
+  if (r != CUDA_SUCCESS) return r;
+  if (!s.options.stream_mem_ops_64) return CUDA_ERROR_NOT_SUPPORTED;
+  if (addr % sizeof(uint64_t) != 0 || !accessible(s, addr, sizeof(uint64_t), write))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+// The condition of a CUstreamWaitValue_flags type (FLUSH bit removed), as cuda.h defines it.
+bool wait_condition_holds(uint64_t seen, uint64_t value, unsigned type) {
+  switch (type) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return static_cast<int64_t>(seen - value) >= 0;  // cyclic, not unsigned
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return seen == value;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (seen & value) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR:
+      return ~(seen | value) != 0;
+    default:
+      return false;
+  }
+}
+
+CUresult emu_cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                  unsigned int flags) {
+  EMU_ENTER();
+  (void)stream;
+  if (flags != CU_STREAM_WRITE_VALUE_DEFAULT && flags != CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_mem_op(s, addr, true);
+  if (r != CUDA_SUCCESS) return r;
+  __atomic_store_n(reinterpret_cast<uint64_t*>(addr), static_cast<uint64_t>(value),
+                   __ATOMIC_SEQ_CST);
+  return CUDA_SUCCESS;
+}
+
+// Polls with the lock taken only around each check and load, so that writers (other
+// threads, other processes through shared memory) make progress while it waits.
+CUresult emu_cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                 unsigned int flags) {
+  (void)stream;
+  const unsigned flush = static_cast<unsigned>(CU_STREAM_WAIT_VALUE_FLUSH);
+  const unsigned type = flags & ~flush;
+  std::chrono::steady_clock::time_point deadline;
+  for (bool first = true;; first = false) {
+    {
+      EMU_ENTER();
+      if (first) {
+        if (type > static_cast<unsigned>(CU_STREAM_WAIT_VALUE_NOR)) return CUDA_ERROR_INVALID_VALUE;
+        if (flags & flush) return CUDA_ERROR_NOT_SUPPORTED;  // CAN_FLUSH_REMOTE_WRITES is 0
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(s.options.stream_wait_timeout_ms);
+      }
+      CUresult r = check_mem_op(s, addr, false);
+      if (r != CUDA_SUCCESS) return r;
+      const uint64_t seen =
+          __atomic_load_n(reinterpret_cast<const uint64_t*>(addr), __ATOMIC_SEQ_CST);
+      if (wait_condition_holds(seen, static_cast<uint64_t>(value), type)) return CUDA_SUCCESS;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return CUDA_ERROR_TIMEOUT;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 // -- Tensor maps
 
 bool sm90_dtype(CUtensorMapDataType dtype) {
@@ -1035,6 +1114,8 @@ void install(const Options& options) {
     if (pair.first < 0 || pair.second < 0 || pair.first >= kMaxDevices ||
         pair.second >= kMaxDevices)
       throw std::invalid_argument("tmashmem::emu::Options::no_p2p names a device outside 0..63");
+  if (o.stream_wait_timeout_ms < 0)
+    throw std::invalid_argument("tmashmem::emu::Options::stream_wait_timeout_ms must be >= 0");
   if (!o.device_name) o.device_name = "";
 
   {

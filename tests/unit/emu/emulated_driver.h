@@ -43,6 +43,23 @@
 //  - cuMemSetAccess for device d on memory created on device e != d fails with
 //    CUDA_ERROR_INVALID_DEVICE if (d, e) is in Options::no_p2p. The creating device of an
 //    imported fd is read back from the memfd's name, so this works across processes too.
+//  - Stream memory operations: there are no streams, so the `stream` argument is ignored and
+//    each operation happens during the call, in the calling thread. Both need a current
+//    context (CUDA_ERROR_INVALID_CONTEXT otherwise), an 8-byte aligned address that is
+//    cuMemAlloc memory or mapped VMM memory with access granted (read-write for the write,
+//    read for the wait; CUDA_ERROR_INVALID_VALUE otherwise), and
+//    Options::stream_mem_ops_64 (CUDA_ERROR_NOT_SUPPORTED otherwise; it is also the answer
+//    to CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS).
+//    cuStreamWriteValue64 is one seq_cst 64-bit atomic store (flags DEFAULT or
+//    NO_MEMORY_BARRIER). cuStreamWaitValue64 evaluates its condition (GEQ as CUDA's cyclic
+//    (int64_t)(*addr - value) >= 0, EQ, AND, NOR) on seq_cst 64-bit atomic loads and, until
+//    it holds, polls about every 50 us without holding the emulator's lock (another thread
+//    or process can write meanwhile). libcuda would hold the stream forever; here the wait
+//    gives up after Options::stream_wait_timeout_ms and returns CUDA_ERROR_TIMEOUT, so a
+//    test with a missing write fails instead of hanging. The address is re-checked on every
+//    poll, so unmapping it during a wait is CUDA_ERROR_INVALID_VALUE, not a fault.
+//    CU_STREAM_WAIT_VALUE_FLUSH is CUDA_ERROR_NOT_SUPPORTED (the emulated device reports
+//    CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES = 0).
 #pragma once
 
 #include <cuda.h>
@@ -57,7 +74,7 @@ namespace emu {
 
 // The devices this process sees. install() throws std::invalid_argument for options it
 // cannot emulate (device_count outside 0..kMaxDevices, granularity not a power of two
-// multiple of the page size).
+// multiple of the page size, a negative stream_wait_timeout_ms).
 struct Options {
   int device_count = 1;  // 0: cuInit fails with CUDA_ERROR_NO_DEVICE
   bool vmm_supported = true;
@@ -71,7 +88,9 @@ struct Options {
   size_t granularity = size_t(2) << 20;
   int sm_count = 132;
   const char* device_name = "tmashmem emulated H200";
-  bool init_fails = false;  // cuInit returns CUDA_ERROR_NO_DEVICE
+  bool init_fails = false;            // cuInit returns CUDA_ERROR_NO_DEVICE
+  bool stream_mem_ops_64 = true;      // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
+  int stream_wait_timeout_ms = 2000;  // bound on one cuStreamWaitValue64 (>= 0)
 };
 
 constexpr int kMaxDevices = 64;
