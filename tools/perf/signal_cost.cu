@@ -39,6 +39,7 @@ enum class Wait {
   RelaxedPollFence,  // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
   VolatilePoll,      // ld.volatile until it holds: no ordering (NVSHMEM's wait)
   AcquireSysPoll,    // ld.acquire.sys
+  Nested64Poll,      // 64 acquire polls per clock check, counters outside the inner loop
 };
 
 __device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
@@ -56,10 +57,16 @@ __device__ __forceinline__ void fence_acq_rel_gpu() {
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
 
 // Round i sends base + i + 1; the initiator times the last 90% of the rounds.
-template <Send kSend, Wait kWait>
+// kShaped: each round also does what tmashmem-perf's ping-pong kernel does around
+// the signal (a shared failure flag, __syncthreads, a timestamp store per round), to
+// tell the cost of the signal calls from their interplay with that code.
+template <Send kSend, Wait kWait, bool kShaped = false>
 __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* flag, uint64_t base,
                          long iters, int peer, int initiator, unsigned long long* elapsed_ns,
                          int* error) {
+  __shared__ int failed;
+  if (kShaped) failed = 0;
+  __syncthreads();
   uint64_t* remote = tmashmem::ptr(ctx, flag, peer);
   auto send = [&](uint64_t v) {
     switch (kSend) {
@@ -107,6 +114,23 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         while (ld_volatile(flag) < v) {
         }
         break;
+      case Wait::Nested64Poll: {
+        uint64_t end = 0;
+        for (;;) {
+          bool seen = false;
+#pragma unroll 1
+          for (int i = 0; i < 64 && !seen; ++i) seen = tmashmem::detail::ld_acquire_gpu(flag) >= v;
+          if (seen) break;
+          const uint64_t now = tmashmem::detail::global_timer_ns();
+          if (end == 0) {
+            end = now + kTimeoutNs;
+          } else if (now >= end) {
+            ok = false;
+            break;
+          }
+        }
+        break;
+      }
       case Wait::AcquireSysPoll:
         while (tmashmem::detail::ld_acquire_sys(flag) < v) {
         }
@@ -119,6 +143,21 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   for (long i = 0; i < iters; ++i) {
     const uint64_t v = base + uint64_t(i) + 1;
     if (i == iters / 10) start = tmashmem::detail::global_timer_ns();
+    if (kShaped) {
+      if (!initiator) {
+        if (!wait(v)) failed = 1;
+        __syncthreads();
+        if (failed) return;
+      }
+      send(v);
+      if (initiator) {
+        if (!wait(v)) failed = 1;
+        __syncthreads();
+        if (failed) return;
+        elapsed_ns[1 + (i & 1023)] = tmashmem::detail::global_timer_ns();
+      }
+      continue;
+    }
     if (!initiator && !wait(v)) return;
     send(v);
     if (initiator && !wait(v)) return;
@@ -134,10 +173,11 @@ struct Variant {
                  int*);
 };
 
-template <Send kSend, Wait kWait>
+template <Send kSend, Wait kWait, bool kShaped = false>
 void launch(const tmashmem_ctx_t& ctx, uint64_t* flag, uint64_t base, long iters, int peer,
             int initiator, unsigned long long* elapsed, int* error) {
-  pingpong<kSend, kWait><<<1, 1>>>(ctx, flag, base, iters, peer, initiator, elapsed, error);
+  pingpong<kSend, kWait, kShaped>
+      <<<1, 1>>>(ctx, flag, base, iters, peer, initiator, elapsed, error);
 }
 
 const Variant kVariants[] = {
@@ -145,6 +185,10 @@ const Variant kVariants[] = {
      launch<Send::LibRelease, Wait::LibTimeout>},
     {"signal_op (release) + signal_wait_until", launch<Send::LibRelease, Wait::LibForever>},
     {"signal_op_relaxed + signal_wait_until(timeout)", launch<Send::LibRelaxed, Wait::LibTimeout>},
+    {"signal_op_relaxed + signal_wait_until", launch<Send::LibRelaxed, Wait::LibForever>},
+    {"signal_op_relaxed + ld.acquire.gpu poll", launch<Send::LibRelaxed, Wait::AcquireGpuPoll>},
+    {"st.relaxed.gpu + signal_wait_until(timeout)", launch<Send::StRelaxedGpu, Wait::LibTimeout>},
+    {"st.relaxed.gpu + signal_wait_until", launch<Send::StRelaxedGpu, Wait::LibForever>},
     {"st.relaxed.gpu + ld.acquire.gpu poll", launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll>},
     {"st.relaxed.gpu + ld.relaxed.gpu poll + fence",
      launch<Send::StRelaxedGpu, Wait::RelaxedPollFence>},
@@ -153,6 +197,12 @@ const Variant kVariants[] = {
     {"fence.acq_rel.gpu + st.relaxed.gpu + acquire poll",
      launch<Send::FenceThenStRelaxed, Wait::AcquireGpuPoll>},
     {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
+    {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
+     launch<Send::LibRelaxed, Wait::LibTimeout, true>},
+    {"perf-shaped: st.volatile + ld.volatile poll",
+     launch<Send::StVolatile, Wait::VolatilePoll, true>},
+    {"perf-shaped: st.relaxed.gpu + ld.acquire.gpu poll",
+     launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll, true>},
 };
 
 bool cuda_ok(cudaError_t e, const char* what) {
@@ -183,7 +233,7 @@ int main(int argc, char** argv) {
   unsigned long long* elapsed = nullptr;
   int* error = nullptr;
   bool ok = flag != nullptr && tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS &&
-            cuda_ok(cudaMalloc(&elapsed, sizeof *elapsed), "cudaMalloc") &&
+            cuda_ok(cudaMalloc(&elapsed, 1025 * sizeof *elapsed), "cudaMalloc") &&
             cuda_ok(cudaMalloc(&error, sizeof *error), "cudaMalloc") &&
             cuda_ok(cudaMemset(error, 0, sizeof *error), "cudaMemset");
   if (me == 0)

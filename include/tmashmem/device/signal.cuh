@@ -139,21 +139,42 @@ __device__ __forceinline__ void signal_update_relaxed(uint64_t* sig, uint64_t va
     st_relaxed_sys(sig, value);
 }
 
-__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig, bool gpu_scope) {
-  return gpu_scope ? ld_acquire_gpu(sig) : ld_acquire_sys(sig);
+template <bool kGpuScope>
+__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig) {
+  return kGpuScope ? ld_acquire_gpu(sig) : ld_acquire_sys(sig);
+}
+
+// Polls until the comparison holds (true) or the deadline passes (false); `seen` is
+// the last value read. The first 64 polls, and every poll of an unbounded wait,
+// run in a loop that holds nothing but the load and the compare: the detection
+// latency of a ping-pong is a fraction of the loop's period. An acquire load per
+// poll: at GPU scope on an H200 it costs no more than a relaxed poll, while a
+// relaxed poll followed by an acquire fence adds the fence, about 0.3 us
+// (docs/performance.md, "What a signal costs").
+template <bool kGpuScope>
+__device__ __forceinline__ bool poll_until(const uint64_t* sig, Cmp cmp, uint64_t value,
+                                           uint64_t timeout_ns, uint64_t& seen) {
+#pragma unroll 1
+  for (int i = 0; i < 64; ++i)
+    if (compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) return true;
+  if (timeout_ns == 0) {
+    while (!compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) {
+    }
+    return true;
+  }
+  Deadline deadline(timeout_ns);
+  while (!compare(seen = ld_acquire<kGpuScope>(sig), cmp, value))
+    if (deadline.expired()) return false;
+  return true;
 }
 
 __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint64_t value,
                                              uint64_t timeout_ns, int rank, int from_pe,
                                              bool gpu_scope = false) {
-  // An acquire load per poll: at GPU scope on an H200 it costs no more than a
-  // relaxed poll, while a relaxed poll followed by an acquire fence adds the
-  // fence, about 0.3 us (docs/performance.md, "What a signal costs").
-  Deadline deadline(timeout_ns);
-  uint64_t seen;
-  while (!compare(seen = ld_acquire(sig, gpu_scope), cmp, value))
-    if (deadline.expired()) break;
-  if (compare(seen, cmp, value)) return Status::Ok;
+  uint64_t seen = 0;
+  if (gpu_scope ? poll_until<true>(sig, cmp, value, timeout_ns, seen)
+                : poll_until<false>(sig, cmp, value, timeout_ns, seen))
+    return Status::Ok;
 #ifdef TMASHMEM_DEVICE_DEBUG
   printf(
       "[tmashmem rank %d] signal_wait_until timed out after %llu ns: signal at %p (from PE %d) "
