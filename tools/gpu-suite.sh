@@ -3,9 +3,12 @@
 # tests under mpiexec with 1, 2 and 4 PEs, run the benchmarks (NVSHMEM beside
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
-#   tools/gpu-suite.sh [all|tests|bench] [ctest -R regex]
+#   tools/gpu-suite.sh [all|tests|bench|rerun] [ctest -R regex]
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/compare.py).
+# `rerun` does only that second run and the comparison, against the perf/ folder an
+# earlier `all` or `bench` left in $RESULTS (same machine, same build), so the two
+# can be split across device calls. The rerun skips the tile/bulk shape sweeps.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WHAT=${1:-all}
@@ -25,6 +28,17 @@ summary=()
   nvcc --version | tail -1
   echo "NVSHMEM: ${NVSHMEM_HOME:-not found}"
 } | tee "$RESULTS/machine.txt"
+
+rerun_perf() {
+  local t0 rc
+  t0=$(date +%s)
+  PERF_SKIP_SHAPES=1 timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" \
+    "$BUILD_DIR" "$RESULTS/perf-rerun" >"$RESULTS/perf-rerun.log" 2>&1
+  rc=$?
+  summary+=("perf rerun: rc=$rc ($(($(date +%s) - t0)) s)")
+  python3 "$ROOT/tools/perf/compare.py" "$RESULTS/perf" "$RESULTS/perf-rerun" \
+    --out "$RESULTS/reproducibility.txt" | head -40
+}
 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTMASHMEM_WERROR=ON \
@@ -91,13 +105,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   rc=$?
   summary+=("perf: rc=$rc ($(($(date +%s) - t0)) s)")
   tail -40 "$RESULTS/perf.log"
-  if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then
-    t0=$(date +%s)
-    timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf-rerun" >"$RESULTS/perf-rerun.log" 2>&1
-    rc=$?
-    summary+=("perf rerun: rc=$rc ($(($(date +%s) - t0)) s)")
-    python3 "$ROOT/tools/perf/compare.py" "$RESULTS/perf" "$RESULTS/perf-rerun" \
-      --out "$RESULTS/reproducibility.txt" | head -40
-  fi
+  if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then rerun_perf; fi
 fi
+if [ "$WHAT" = rerun ]; then rerun_perf; fi
 printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"

@@ -50,15 +50,17 @@ __global__ void msg_kernel(const __grid_constant__ Ctx ctx, char* dst, char* raw
 }
 
 // Ping-pong between PE 0 (initiator) and PE 1, one CTA each. Round i sends value
-// base + i + 1: with kData a put_signal_block of `bytes` whose first and last words
-// carry the value (the receiver checks both after its acquire), else a bare
-// signal_op (kRelaxed: signal_op_relaxed, which orders nothing, like NVSHMEM's
-// nvshmemx_signal_op). Waits are bounded by timeout_ns; *error = 1 on a timeout, 2 on wrong
-// data. The initiator stamps every timed round trip.
-template <bool kData, bool kRelaxed = false>
+// base + i + 1 (perf::PingOp): a bare signal_op, or signal_op_relaxed (which orders
+// nothing, like NVSHMEM's nvshmemx_signal_op), or a put_signal of `bytes` from thread 0
+// or from the whole block, whose first and last words carry the value (the receiver
+// checks both after its acquire). Waits are bounded by timeout_ns; *error = 1 on a
+// timeout, 2 on wrong data. The initiator stamps every timed round trip.
+template <perf::PingOp kOp>
 __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char* src, size_t bytes,
                                 uint64_t* flag, uint64_t base, long warmup, long iters, int peer,
                                 int initiator, uint64_t timeout_ns, uint64_t* stamps, int* error) {
+  using perf::PingOp;
+  constexpr bool kData = perf::ping_carries_data(kOp);
   __shared__ int failed;
   if (threadIdx.x == 0) failed = 0;
   __syncthreads();
@@ -78,19 +80,22 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
     __syncthreads();
   };
   auto send = [&](uint64_t v) {
-    if constexpr (kData) {
+    if constexpr (kOp == PingOp::PutSignalBlock) {
       if (threadIdx.x == 0) {
         out[0] = v;
         out[last] = v;
       }
       __syncthreads();
       tmashmem::put_signal_block(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
-    } else {
-      if (threadIdx.x == 0) {
-        if constexpr (kRelaxed)
-          tmashmem::signal_op_relaxed(ctx, flag, v, tmashmem::SignalOp::Set, peer);
-        else
-          tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+    } else if (threadIdx.x == 0) {
+      if constexpr (kOp == PingOp::PutSignalThread) {
+        out[0] = v;
+        out[last] = v;
+        tmashmem::put_signal(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
+      } else if constexpr (kOp == PingOp::SignalRelaxed) {
+        tmashmem::signal_op_relaxed(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+      } else {
+        tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
       }
     }
   };

@@ -204,6 +204,17 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
   }
 }
 
+// ---- ping-pong ------------------------------------------------------------------
+
+// What one ping-pong round sends (both runtimes' kernels): a bare signal, a relaxed
+// signal (tmashmem only; NVSHMEM's signal_op is already relaxed), or a put + signal
+// from one thread or from the whole block.
+enum class PingOp { Signal, SignalRelaxed, PutSignalThread, PutSignalBlock };
+
+__host__ __device__ constexpr bool ping_carries_data(PingOp op) {
+  return op == PingOp::PutSignalThread || op == PingOp::PutSignalBlock;
+}
+
 // ---- in-kernel timestamps --------------------------------------------------------
 
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() readings at the

@@ -34,7 +34,8 @@ MARK = {"tmashmem": "o", "nvshmem": "s"}
 COLORS = {"tile": "tab:red", "nbi": "tab:orange", "block": "tab:blue", "smcopy": "tab:green",
           "memcpy": "black", "on_stream": "tab:gray", "raw_st": "tab:gray", "p": "tab:purple",
           "put": "tab:blue", "put_signal": "tab:orange", "tile_put": "tab:red",
-          "signal": "tab:green", "signal_relaxed": "tab:olive", "barrier_all": "tab:blue", "sync_all": "tab:orange"}
+          "signal": "tab:green", "signal_relaxed": "tab:olive",
+          "put_signal_thread": "tab:brown", "barrier_all": "tab:blue", "sync_all": "tab:orange"}
 
 
 def color(op):
@@ -393,8 +394,8 @@ def summary(rows, out):
     pp_nv = find(rows, runtime="nvshmem", test="pingpong", op="signal")
     pp_rel = find(rows, runtime="tmashmem", test="pingpong", op="signal_relaxed")
     pp_tm = find(rows, runtime="tmashmem", test="pingpong", op="signal")
+    us = lambda r: "%.3f" % r["time_us_median"] if r else "n/a"
     if pp_tm or pp_nv or pp_rel:
-        us = lambda r: "%.3f" % r["time_us_median"] if r else "n/a"
         lines.append("signal ping-pong round trip (median): tmashmem signal_op_relaxed %s us, "
                      "signal_op (release) %s us; nvshmem signal_op %s us" %
                      (us(pp_rel), us(pp_tm), us(pp_nv)))
@@ -404,6 +405,15 @@ def summary(rows, out):
         if pp_tm and pp_nv:
             lines.append("  (signal_op with release / nvshmem signal_op: %.3f, for reference)" %
                          (pp_tm["time_us_median"] / pp_nv["time_us_median"]))
+    # put_signal from one thread: both runtimes order the data before the signal.
+    ps_tm = find(rows, runtime="tmashmem", test="pingpong", op="put_signal_thread")
+    ps_nv = find(rows, runtime="nvshmem", test="pingpong", op="put_signal_thread")
+    if ps_tm or ps_nv:
+        lines.append("put_signal (one thread, 8 B) ping-pong: tmashmem put_signal %s us; "
+                     "nvshmem putmem_signal %s us" % (us(ps_tm), us(ps_nv)))
+        target("put_signal ping-pong, one thread: tmashmem / nvshmem putmem_signal",
+               ps_tm["time_us_median"] / ps_nv["time_us_median"] if ps_tm and ps_nv else None,
+               1.0, higher=False)
     for size in sorted({r["bytes"] for r in rows
                         if r["test"] == "pingpong" and r["op"] == "put_signal"}):
         a = find(rows, runtime="tmashmem", test="pingpong", op="put_signal", bytes=size)

@@ -127,19 +127,22 @@ fi
 
 # Shapes of the tile and bulk paths, at 256 MiB, each into its own CSV (not plotted):
 # which tile size / stage depth and which issuer count / staging size move the most.
-mkdir -p "$RESULTS/tune"
-for cfg in "8 24" "16 12" "32 6" "64 3"; do
-  read -r rows stages <<<"$cfg"
-  RUN_CSV="$RESULTS/tune/tile_rows${rows}_stages${stages}.csv" \
-    run "tune.tile_rows${rows}_stages${stages}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 \
-    -o tile_put,tile_get --tile-rows "$rows" --tile-stages "$stages"
-done
-for cfg in "1 196608" "2 98304" "4 49152" "8 24576"; do
-  read -r issuers stage <<<"$cfg"
-  RUN_CSV="$RESULTS/tune/nbi_issuers${issuers}_stage${stage}.csv" \
-    run "tune.nbi_issuers${issuers}_stage${stage}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all \
-    -r 3 -o nbi_put,nbi_get --nbi-threads "$issuers" --stage "$stage"
-done
+# PERF_SKIP_SHAPES=1 leaves them out (a rerun that only checks reproducibility).
+if [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
+  mkdir -p "$RESULTS/tune"
+  for cfg in "8 24" "16 12" "32 6" "64 3"; do
+    read -r rows stages <<<"$cfg"
+    RUN_CSV="$RESULTS/tune/tile_rows${rows}_stages${stages}.csv" \
+      run "tune.tile_rows${rows}_stages${stages}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 \
+      -o tile_put,tile_get --tile-rows "$rows" --tile-stages "$stages"
+  done
+  for cfg in "1 196608" "2 98304" "4 49152" "8 24576"; do
+    read -r issuers stage <<<"$cfg"
+    RUN_CSV="$RESULTS/tune/nbi_issuers${issuers}_stage${stage}.csv" \
+      run "tune.nbi_issuers${issuers}_stage${stage}" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all \
+      -r 3 -o nbi_put,nbi_get --nbi-threads "$issuers" --stage "$stage"
+  done
+fi
 
 stop_mps
 echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s"

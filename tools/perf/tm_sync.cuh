@@ -45,48 +45,35 @@ inline int test_pingpong(const Options& opt, Report& report) {
   const uint64_t timeout_ns = opt.timeout_ns();
 
   std::vector<StampCase> cases;
-  auto values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
-  for (const bool relaxed : {false, true}) {
+  auto make = [&](const char* op, PingOp ping, size_t bytes, int threads) {
     StampCase c;
-    c.op = relaxed ? "signal_relaxed" : "signal";
-    c.bytes = 8;
-    c.participates = me < 2;
-    c.values = values;
-    c.run = [=](cudaStream_t s, long warmup, long iters, uint64_t base, uint64_t* stamps,
-                int* error) {
-      if (relaxed)
-        perf_tm::pingpong_kernel<false, true><<<1, 1, 0, s>>>(ctx, buf, src, 8, flag, base, warmup,
-                                                              iters, peer, initiator, timeout_ns,
-                                                              stamps, error);
-      else
-        perf_tm::pingpong_kernel<false, false><<<1, 1, 0, s>>>(ctx, buf, src, 8, flag, base, warmup,
-                                                               iters, peer, initiator, timeout_ns,
-                                                               stamps, error);
-      PERF_LAUNCHED("pingpong_kernel");
-    };
-    cases.push_back(c);
-  }
-  for (size_t bytes : sizes) {
-    StampCase c;
-    c.op = "put_signal";
+    c.op = op;
     c.bytes = bytes;
-    c.threads = opt.threads;
+    c.threads = threads;
     c.participates = me < 2;
-    c.values = values;
-    const int threads = opt.threads;
+    c.values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
     c.run = [=](cudaStream_t s, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
-      perf_tm::pingpong_kernel<true><<<1, threads, 0, s>>>(ctx, buf, src, bytes, flag, base, warmup,
-                                                           iters, peer, initiator, timeout_ns,
-                                                           stamps, error);
+      auto kernel = ping == PingOp::Signal            ? pingpong_kernel<PingOp::Signal>
+                    : ping == PingOp::SignalRelaxed   ? pingpong_kernel<PingOp::SignalRelaxed>
+                    : ping == PingOp::PutSignalThread ? pingpong_kernel<PingOp::PutSignalThread>
+                                                      : pingpong_kernel<PingOp::PutSignalBlock>;
+      kernel<<<1, threads, 0, s>>>(ctx, buf, src, bytes, flag, base, warmup, iters, peer, initiator,
+                                   timeout_ns, stamps, error);
       PERF_LAUNCHED("pingpong_kernel");
     };
-    cases.push_back(c);
-  }
+    return c;
+  };
+  cases.push_back(make("signal", PingOp::Signal, 8, 1));
+  cases.push_back(make("signal_relaxed", PingOp::SignalRelaxed, 8, 1));
+  cases.push_back(make("put_signal_thread", PingOp::PutSignalThread, 8, 1));
+  for (size_t bytes : sizes)
+    cases.push_back(make("put_signal", PingOp::PutSignalBlock, bytes, opt.threads));
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip "
-      "(put_signal: put_signal_block + signal_wait_until; signal: signal_op (release) + "
-      "signal_wait_until; signal_relaxed: signal_op_relaxed + signal_wait_until)");
+      "(signal: signal_op (release) + signal_wait_until; signal_relaxed: signal_op_relaxed + "
+      "signal_wait_until; put_signal_thread: put_signal from one thread; put_signal: "
+      "put_signal_block; each + signal_wait_until)");
   uint64_t base = 0;
   const long iters = opt.iters ? opt.iters : 1000;
   const long warmup = opt.warmup ? opt.warmup : 100;

@@ -83,10 +83,14 @@ __global__ void msg_kernel(char* dst, char* raw_dst, const char* src, size_t siz
 // ---- ping-pong (see perf_tm::pingpong_kernel) ------------------------------------------
 
 // NVSHMEM's waits have no timeout: the host watchdog (perf::sync_stream) bounds them.
-template <bool kData>
+// kOp: Signal (nvshmemx_signal_op), PutSignalThread (nvshmem_putmem_signal from thread
+// 0) or PutSignalBlock (nvshmemx_putmem_signal_block).
+template <perf::PingOp kOp>
 __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* flag, uint64_t base,
                                 long warmup, long iters, int peer, int initiator, uint64_t* stamps,
                                 int* error) {
+  using perf::PingOp;
+  constexpr bool kData = perf::ping_carries_data(kOp);
   __shared__ int failed;
   if (threadIdx.x == 0) failed = 0;
   __syncthreads();
@@ -104,15 +108,21 @@ __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* fl
     __syncthreads();
   };
   auto send = [&](uint64_t v) {
-    if constexpr (kData) {
+    if constexpr (kOp == PingOp::PutSignalBlock) {
       if (threadIdx.x == 0) {
         out[0] = v;
         out[last] = v;
       }
       __syncthreads();
       nvshmemx_putmem_signal_block(buf, src, bytes, flag, v, NVSHMEM_SIGNAL_SET, peer);
-    } else {
-      if (threadIdx.x == 0) nvshmemx_signal_op(flag, v, NVSHMEM_SIGNAL_SET, peer);
+    } else if (threadIdx.x == 0) {
+      if constexpr (kOp == PingOp::PutSignalThread) {
+        out[0] = v;
+        out[last] = v;
+        nvshmem_putmem_signal(buf, src, bytes, flag, v, NVSHMEM_SIGNAL_SET, peer);
+      } else {
+        nvshmemx_signal_op(flag, v, NVSHMEM_SIGNAL_SET, peer);
+      }
     }
   };
   const long total = warmup + iters;

@@ -302,7 +302,7 @@ int test_pingpong(const Options& opt, Report& report) {
 
   std::vector<StampCase> cases;
   auto values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
-  auto make = [&](const std::string& op, size_t bytes, int threads, bool data) {
+  auto make = [&](const std::string& op, size_t bytes, int threads, PingOp ping) {
     StampCase c;
     c.op = op;
     c.bytes = bytes;
@@ -319,18 +319,24 @@ int test_pingpong(const Options& opt, Report& report) {
       long w = warmup, it = iters;
       int p = peer, ini = initiator;
       void* args[] = {&b, &sr, &n, &f, &bs, &w, &it, &p, &ini, &stamps, &error};
-      const void* kernel = data ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<true>)
-                                : reinterpret_cast<const void*>(perf_nv::pingpong_kernel<false>);
+      const void* kernel =
+          ping == PingOp::Signal
+              ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::Signal>)
+          : ping == PingOp::PutSignalThread
+              ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalThread>)
+              : reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalBlock>);
       collective_launch(kernel, 1, threads, args, s);
     };
     return c;
   };
-  cases.push_back(make("signal", 8, 1, false));
-  for (size_t bytes : sizes) cases.push_back(make("put_signal", bytes, opt.threads, true));
+  cases.push_back(make("signal", 8, 1, PingOp::Signal));
+  cases.push_back(make("put_signal_thread", 8, 1, PingOp::PutSignalThread));
+  for (size_t bytes : sizes)
+    cases.push_back(make("put_signal", bytes, opt.threads, PingOp::PutSignalBlock));
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip "
-      "(put_signal: nvshmemx_putmem_signal_block + nvshmem_signal_wait_until; "
-      "signal: nvshmemx_signal_op + nvshmem_signal_wait_until)");
+      "(signal: nvshmemx_signal_op; put_signal_thread: nvshmem_putmem_signal from one "
+      "thread; put_signal: nvshmemx_putmem_signal_block; each + nvshmem_signal_wait_until)");
   uint64_t base = 0;
   const long iters = opt.iters ? opt.iters : 1000;
   const long warmup = opt.warmup ? opt.warmup : 100;
