@@ -21,6 +21,14 @@ export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SY
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 NVSHMEM_HOME=${TMASHMEM_NVSHMEM_HOME:-$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)}
 summary=()
+# SUITE_DEADLINE_S: the whole script's wall-clock budget (a device call's limit); each
+# phase's timeout is cut to what is left of it, so the summary and logs always come back.
+SUITE_START=$(date +%s)
+limit() {  # limit DEFAULT_S: DEFAULT_S, or less if the deadline is nearer
+  local left=$((${SUITE_DEADLINE_S:-100000} - ($(date +%s) - SUITE_START) - 20))
+  [ $left -lt 1 ] && left=1
+  echo $((left < $1 ? left : $1))
+}
 
 {
   date -u
@@ -32,7 +40,7 @@ summary=()
 rerun_perf() {
   local t0 rc
   t0=$(date +%s)
-  PERF_SKIP_SHAPES=1 timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" \
+  PERF_SKIP_SHAPES=1 timeout "$(limit "${SUITE_PERF_LIMIT_S:-900}")" bash "$ROOT/tools/perf/run-perf.sh" \
     "$BUILD_DIR" "$RESULTS/perf-rerun" >"$RESULTS/perf-rerun.log" 2>&1
   rc=$?
   summary+=("perf rerun: rc=$rc ($(($(date +%s) - t0)) s)")
@@ -77,7 +85,7 @@ if [ "${TMASHMEM_SUITE_MPS:-1}" = 1 ]; then start_mps; fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
-  (cd "$BUILD_DIR" && timeout "${SUITE_TEST_LIMIT_S:-1500}" ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
+  (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
   rc=$?
   grep -E "passed, .* failed|tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sort | uniq -c | head -40
   summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E 'tests passed' "$RESULTS/gpu-tests.log")")
@@ -101,7 +109,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
   cat "$RESULTS/init.csv"
   t0=$(date +%s)
-  timeout "${SUITE_PERF_LIMIT_S:-900}" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
+  timeout "$(limit "${SUITE_PERF_LIMIT_S:-900}")" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
   rc=$?
   summary+=("perf: rc=$rc ($(($(date +%s) - t0)) s)")
   tail -40 "$RESULTS/perf.log"

@@ -96,24 +96,27 @@ run() {
   fi
 }
 
-for prog in tmashmem-perf perf_nvshmem; do
-  case $prog in
-    tmashmem-perf) tag=tmashmem ;;
-    *) tag=nvshmem ;;
-  esac
-  # Bandwidth vs size at 16 SMs and all SMs; 1 PE (its own heap) and 2 PEs.
-  run "$tag.bw.np1" 1 "$prog" bw -b 16K -e 256M -f 4 -s 16,all -r 5
-  run "$tag.bw.np2" 2 "$prog" bw -b 16K -e 256M -f 4 -s 16,all -r 5
-  # Bandwidth vs SM count at 256 MiB.
-  run "$tag.bw_sms.np2" 2 "$prog" bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
-  # Small messages in one persistent kernel.
-  run "$tag.msg.np2" 2 "$prog" msg -b 8 -e 4K -f 8 -s all -r 5
-  # Round trips and device barriers.
-  run "$tag.pingpong.np2" 2 "$prog" pingpong -b 8 -e 1M -f 8 -r 5
-  for np in 1 2 4; do
-    run "$tag.barrier.np$np" "$np" "$prog" barrier -r 5
-  done
+# Each test runs for tmashmem and then for NVSHMEM before the next test starts, so a
+# run cut short still holds both sides of every test it reached; round trips first.
+# both NAME NP ARGS...: `run tmashmem.NAME` and `run nvshmem.NAME`.
+both() {
+  local name=$1 np=$2
+  shift 2
+  run "tmashmem.$name" "$np" tmashmem-perf "$@"
+  run "nvshmem.$name" "$np" perf_nvshmem "$@"
+}
+# Round trips and device barriers.
+both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 5
+for np in 1 2 4; do
+  both "barrier.np$np" "$np" barrier -r 5
 done
+# Bandwidth vs size at 16 SMs and all SMs; 2 PEs and 1 PE (its own heap).
+both bw.np2 2 bw -b 16K -e 256M -f 4 -s 16,all -r 5
+both bw.np1 1 bw -b 16K -e 256M -f 4 -s 16,all -r 5
+# Bandwidth vs SM count at 256 MiB.
+both bw_sms.np2 2 bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
+# Small messages in one persistent kernel.
+both msg.np2 2 msg -b 8 -e 4K -f 8 -s all -r 5
 
 # A signal round trip taken apart (not plotted; docs/performance.md reads it out).
 if [ -x "$PERF_DIR/tmashmem-signal-cost" ]; then
