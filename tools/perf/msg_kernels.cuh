@@ -51,22 +51,30 @@ __global__ void msg_kernel(const __grid_constant__ Ctx ctx, char* dst, char* raw
 
 // Ping-pong between PE 0 (initiator) and PE 1, one CTA each. Round i sends value
 // base + i + 1 (perf::PingOp): a bare signal_op, or signal_op_relaxed (which orders
-// nothing, like NVSHMEM's nvshmemx_signal_op), or a put_signal of `bytes` from thread 0
-// or from the whole block, whose first and last words carry the value (the receiver
-// checks both after its acquire). Waits are bounded by timeout_ns; *error = 1 on a
-// timeout, 2 on wrong data. The initiator stamps every timed round trip.
+// nothing, like NVSHMEM's nvshmemx_signal_op), or a put_signal of `bytes` from one
+// thread or from the whole block, whose first and last words carry the value (the
+// receiver checks both after its acquire). Waits are bounded by timeout_ns; *error = 1
+// on a timeout, 2 on wrong data. The initiator stamps every timed round trip.
+//
+// Thread-scope rounds run in a one-thread CTA and keep their status in a register;
+// only the block-scope round shares it through shared memory and __syncthreads (a
+// shared-memory round trip on the critical path costs about 0.04 us per wait on an
+// H200: tmashmem-signal-cost, "acquire poll, checked"). perf_nv::pingpong_kernel has
+// the same structure.
 template <perf::PingOp kOp>
 __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char* src, size_t bytes,
                                 uint64_t* flag, uint64_t base, long warmup, long iters, int peer,
                                 int initiator, uint64_t timeout_ns, uint64_t* stamps, int* error) {
   using perf::PingOp;
   constexpr bool kData = perf::ping_carries_data(kOp);
-  __shared__ int failed;
-  if (threadIdx.x == 0) failed = 0;
-  __syncthreads();
+  constexpr bool kBlock = kOp == PingOp::PutSignalBlock;
+  __shared__ int block_failed;
+  if (kBlock && threadIdx.x == 0) block_failed = 0;
+  if (kBlock) __syncthreads();
   const size_t last = bytes / 8 - 1;
   uint64_t* out = reinterpret_cast<uint64_t*>(src);
   const volatile uint64_t* in = reinterpret_cast<const volatile uint64_t*>(buf);
+  int failed = 0;  // thread 0's status (every thread's, for kBlock)
   auto receive = [&](uint64_t v) {
     if (threadIdx.x == 0) {
       if (tmashmem::signal_wait_until(ctx, flag, tmashmem::Cmp::GE, v, timeout_ns, peer) !=
@@ -77,26 +85,28 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
         if (first != v || final_word != v) failed = 2;
       }
     }
-    __syncthreads();
+    if constexpr (kBlock) {
+      if (threadIdx.x == 0 && failed) block_failed = failed;
+      __syncthreads();
+      failed = block_failed;
+    }
   };
   auto send = [&](uint64_t v) {
-    if constexpr (kOp == PingOp::PutSignalBlock) {
+    if constexpr (kBlock) {
       if (threadIdx.x == 0) {
         out[0] = v;
         out[last] = v;
       }
       __syncthreads();
       tmashmem::put_signal_block(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
-    } else if (threadIdx.x == 0) {
-      if constexpr (kOp == PingOp::PutSignalThread) {
-        out[0] = v;
-        out[last] = v;
-        tmashmem::put_signal(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
-      } else if constexpr (kOp == PingOp::SignalRelaxed) {
-        tmashmem::signal_op_relaxed(ctx, flag, v, tmashmem::SignalOp::Set, peer);
-      } else {
-        tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
-      }
+    } else if constexpr (kOp == PingOp::PutSignalThread) {
+      out[0] = v;
+      out[last] = v;
+      tmashmem::put_signal(ctx, buf, src, bytes, flag, v, tmashmem::SignalOp::Set, peer);
+    } else if constexpr (kOp == PingOp::SignalRelaxed) {
+      tmashmem::signal_op_relaxed(ctx, flag, v, tmashmem::SignalOp::Set, peer);
+    } else {
+      tmashmem::signal_op(ctx, flag, v, tmashmem::SignalOp::Set, peer);
     }
   };
   const long total = warmup + iters;

@@ -181,15 +181,29 @@ inline int run_messages(const Options& opt, Report& report, const std::vector<Ca
 
 // An operation timed inside one kernel that runs on several PEs at once (ping-pong,
 // barrier): per-iteration stamps, median per iteration.
+// Ping-pong signal slots: repetition r of a ping-pong waits on slot r % kPingFlagSlots.
+// Where a flag lands in the L2 moves a round trip by up to ~10% on an H200, and a run
+// that used one address for every repetition reported a spread narrower than the
+// difference between two runs; rotating the address puts that variation inside the
+// reported spread. Slots are kPingFlagStride bytes apart (not a power of two, so they
+// differ in many address bits).
+constexpr int kPingFlagSlots = 8;
+constexpr size_t kPingFlagStride = 4096 + 256;
+constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
+inline uint64_t* ping_flag(uint64_t* flags, int rep) {
+  return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
+}
+
 struct StampCase {
   std::string op;
   size_t bytes = 0;
   int ctas = 1, threads = 1;
   bool participates = true;  // this rank launches a kernel
-  // Enqueues the kernel: `warmup` untimed then `iters` timed iterations, values
-  // starting after `base`; rank 0's stamps (iters + 3 words) and an error word.
-  std::function<void(cudaStream_t, long warmup, long iters, uint64_t base, uint64_t* stamps,
-                     int* error)>
+  // Enqueues repetition `rep` of the kernel: `warmup` untimed then `iters` timed
+  // iterations, values starting after `base`; rank 0's stamps (iters + 3 words) and an
+  // error word.
+  std::function<void(cudaStream_t, int rep, long warmup, long iters, uint64_t base,
+                     uint64_t* stamps, int* error)>
       run;
   // Values one kernel consumes (signals are never reset; each run starts past them).
   std::function<uint64_t(long warmup, long iters)> values;
@@ -223,7 +237,7 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
       sync_stream(stream, opt.timeout_s, c.op + " setup");
       MPI_Barrier(MPI_COMM_WORLD);  // every kernel starts at about the same time
       if (c.participates) {
-        c.run(stream, warmup, iters, *base, stamps, error);
+        c.run(stream, r, warmup, iters, *base, stamps, error);
         sync_stream(stream, opt.timeout_s + 5, c.op + " kernel");
         PERF_CUDA(cudaMemcpy(&err, error, sizeof(int), cudaMemcpyDeviceToHost));
         PERF_CUDA(cudaMemcpy(host.data(), stamps, sizeof(uint64_t) * host.size(),

@@ -106,7 +106,7 @@ both() {
   run "nvshmem.$name" "$np" perf_nvshmem "$@"
 }
 # Round trips and device barriers.
-both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 5
+both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 8  # 8 repetitions: every flag slot (perf_driver.cuh)
 for np in 1 2 4; do
   both "barrier.np$np" "$np" barrier -r 5
 done

@@ -33,13 +33,15 @@ enum class Send {
   StReleaseSys
 };
 enum class Wait {
-  LibTimeout,        // signal_wait_until with a timeout (acquire poll, clock every 64 polls)
-  LibForever,        // signal_wait_until without one
-  AcquireGpuPoll,    // ld.acquire.gpu until it holds
-  RelaxedPollFence,  // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
-  VolatilePoll,      // ld.volatile until it holds: no ordering (NVSHMEM's wait)
-  AcquireSysPoll,    // ld.acquire.sys
-  Nested64Poll,      // 64 acquire polls per clock check, counters outside the inner loop
+  LibTimeout,             // signal_wait_until with a timeout (acquire poll, clock every 64 polls)
+  LibForever,             // signal_wait_until without one
+  AcquireGpuPoll,         // ld.acquire.gpu until it holds
+  RelaxedPollFence,       // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
+  VolatilePoll,           // ld.volatile until it holds: no ordering (NVSHMEM's wait)
+  AcquireSysPoll,         // ld.acquire.sys
+  Nested64Poll,           // 64 acquire polls per clock check, counters outside the inner loop
+  LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx's scope, no clock
+  AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
 };
 
 __device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
@@ -135,6 +137,16 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         while (tmashmem::detail::ld_acquire_sys(flag) < v) {
         }
         break;
+      case Wait::LibCtxForever:
+        ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
+        break;
+      case Wait::AcquireGpuPollChecked: {
+        uint64_t seen;
+        while ((seen = tmashmem::detail::ld_acquire_gpu(flag)) < v) {
+        }
+        ok = seen != ~0ull;  // never false, but the compiler cannot know
+        break;
+      }
     }
     if (!ok) *error = 1;
     return ok;
@@ -199,6 +211,14 @@ const Variant kVariants[] = {
     {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
      launch<Send::LibRelaxed, Wait::LibTimeout, true>},
+    {"perf-shaped: signal_op_relaxed + signal_wait_until(ctx)",
+     launch<Send::LibRelaxed, Wait::LibCtxForever, true>},
+    {"perf-shaped: st.relaxed.gpu + signal_wait_until(t)",
+     launch<Send::StRelaxedGpu, Wait::LibTimeout, true>},
+    {"perf-shaped: signal_op_relaxed + ld.acquire.gpu poll",
+     launch<Send::LibRelaxed, Wait::AcquireGpuPoll, true>},
+    {"perf-shaped: st.relaxed.gpu + acquire poll, checked",
+     launch<Send::StRelaxedGpu, Wait::AcquireGpuPollChecked, true>},
     {"perf-shaped: st.volatile + ld.volatile poll",
      launch<Send::StVolatile, Wait::VolatilePoll, true>},
     {"perf-shaped: st.relaxed.gpu + ld.acquire.gpu poll",

@@ -35,8 +35,8 @@ inline int test_pingpong(const Options& opt, Report& report) {
   const int me = tmashmem_my_pe();
   char* buf = sym_alloc(sizes.back());
   char* src = sym_alloc(sizes.back());
-  uint64_t* flag = reinterpret_cast<uint64_t*>(sym_alloc(sizeof(uint64_t)));
-  PERF_CUDA(cudaMemset(flag, 0, sizeof(uint64_t)));
+  uint64_t* flags = reinterpret_cast<uint64_t*>(sym_alloc(kPingFlagBytes));
+  PERF_CUDA(cudaMemset(flags, 0, kPingFlagBytes));
   PERF_CUDA(cudaDeviceSynchronize());
   tm_check(tmashmem_barrier_all(), "tmashmem_barrier_all");
   const tmashmem_ctx_t ctx = device_ctx();
@@ -52,8 +52,9 @@ inline int test_pingpong(const Options& opt, Report& report) {
     c.threads = threads;
     c.participates = me < 2;
     c.values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
-    c.run = [=](cudaStream_t s, long warmup, long iters, uint64_t base, uint64_t* stamps,
+    c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
+      uint64_t* flag = ping_flag(flags, rep);
       auto kernel = ping == PingOp::Signal            ? pingpong_kernel<PingOp::Signal>
                     : ping == PingOp::SignalRelaxed   ? pingpong_kernel<PingOp::SignalRelaxed>
                     : ping == PingOp::PutSignalThread ? pingpong_kernel<PingOp::PutSignalThread>
@@ -79,7 +80,7 @@ inline int test_pingpong(const Options& opt, Report& report) {
   const long warmup = opt.warmup ? opt.warmup : 100;
   const int failures = run_stamped(opt, report, "pingpong", cases, iters, warmup, &base);
   tm_check(tmashmem_barrier_all(), "tmashmem_barrier_all");
-  tm_check(tmashmem_free(flag), "tmashmem_free");
+  tm_check(tmashmem_free(flags), "tmashmem_free");
   tm_check(tmashmem_free(src), "tmashmem_free");
   tm_check(tmashmem_free(buf), "tmashmem_free");
   return failures;
@@ -140,7 +141,8 @@ inline int test_barrier(const Options& opt, Report& report, int device_sms) {
       const void* checked =
           sync_only ? reinterpret_cast<const void*>(perf_tm::barrier_kernel<true, true>)
                     : reinterpret_cast<const void*>(perf_tm::barrier_kernel<true, false>);
-      c.run = [=](cudaStream_t s, long warmup, long it, uint64_t base, uint64_t* stamps,
+      c.run = [=](cudaStream_t s, int /*rep*/, long warmup, long it, uint64_t base,
+                  uint64_t* stamps,
                   int* error) { launch(timed, ctas, s, base, warmup, it, stamps, error); };
       c.verify = [=, &opt](cudaStream_t s, uint64_t base) -> unsigned long long {
         PERF_CUDA(cudaMemsetAsync(verify_error, 0, sizeof(int), s));

@@ -83,20 +83,24 @@ __global__ void msg_kernel(char* dst, char* raw_dst, const char* src, size_t siz
 // ---- ping-pong (see perf_tm::pingpong_kernel) ------------------------------------------
 
 // NVSHMEM's waits have no timeout: the host watchdog (perf::sync_stream) bounds them.
-// kOp: Signal (nvshmemx_signal_op), PutSignalThread (nvshmem_putmem_signal from thread
-// 0) or PutSignalBlock (nvshmemx_putmem_signal_block).
+// kOp: Signal (nvshmemx_signal_op), PutSignalThread (nvshmem_putmem_signal, one-thread
+// CTA) or PutSignalBlock (nvshmemx_putmem_signal_block). Same structure as
+// perf_tm::pingpong_kernel: only the block-scope round shares its status through shared
+// memory.
 template <perf::PingOp kOp>
 __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* flag, uint64_t base,
                                 long warmup, long iters, int peer, int initiator, uint64_t* stamps,
                                 int* error) {
   using perf::PingOp;
   constexpr bool kData = perf::ping_carries_data(kOp);
-  __shared__ int failed;
-  if (threadIdx.x == 0) failed = 0;
-  __syncthreads();
+  constexpr bool kBlock = kOp == PingOp::PutSignalBlock;
+  __shared__ int block_failed;
+  if (kBlock && threadIdx.x == 0) block_failed = 0;
+  if (kBlock) __syncthreads();
   const size_t last = bytes / 8 - 1;
   uint64_t* out = reinterpret_cast<uint64_t*>(src);
   const volatile uint64_t* in = reinterpret_cast<const volatile uint64_t*>(buf);
+  int failed = 0;
   auto receive = [&](uint64_t v) {
     if (threadIdx.x == 0) {
       nvshmem_signal_wait_until(flag, NVSHMEM_CMP_GE, v);
@@ -105,24 +109,26 @@ __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* fl
         if (first != v || final_word != v) failed = 2;
       }
     }
-    __syncthreads();
+    if constexpr (kBlock) {
+      if (threadIdx.x == 0 && failed) block_failed = failed;
+      __syncthreads();
+      failed = block_failed;
+    }
   };
   auto send = [&](uint64_t v) {
-    if constexpr (kOp == PingOp::PutSignalBlock) {
+    if constexpr (kBlock) {
       if (threadIdx.x == 0) {
         out[0] = v;
         out[last] = v;
       }
       __syncthreads();
       nvshmemx_putmem_signal_block(buf, src, bytes, flag, v, NVSHMEM_SIGNAL_SET, peer);
-    } else if (threadIdx.x == 0) {
-      if constexpr (kOp == PingOp::PutSignalThread) {
-        out[0] = v;
-        out[last] = v;
-        nvshmem_putmem_signal(buf, src, bytes, flag, v, NVSHMEM_SIGNAL_SET, peer);
-      } else {
-        nvshmemx_signal_op(flag, v, NVSHMEM_SIGNAL_SET, peer);
-      }
+    } else if constexpr (kOp == PingOp::PutSignalThread) {
+      out[0] = v;
+      out[last] = v;
+      nvshmem_putmem_signal(buf, src, bytes, flag, v, NVSHMEM_SIGNAL_SET, peer);
+    } else {
+      nvshmemx_signal_op(flag, v, NVSHMEM_SIGNAL_SET, peer);
     }
   };
   const long total = warmup + iters;

@@ -293,8 +293,8 @@ int test_pingpong(const Options& opt, Report& report) {
   const int me = nvshmem_my_pe();
   char* buf = sym_alloc(sizes.back());
   char* src = sym_alloc(sizes.back());
-  uint64_t* flag = reinterpret_cast<uint64_t*>(sym_alloc(sizeof(uint64_t)));
-  PERF_CUDA(cudaMemset(flag, 0, sizeof(uint64_t)));
+  uint64_t* flags = reinterpret_cast<uint64_t*>(sym_alloc(kPingFlagBytes));
+  PERF_CUDA(cudaMemset(flags, 0, kPingFlagBytes));
   PERF_CUDA(cudaDeviceSynchronize());
   nvshmem_barrier_all();
   const int peer = me == 0 ? 1 : 0;
@@ -309,12 +309,12 @@ int test_pingpong(const Options& opt, Report& report) {
     c.threads = threads;
     c.participates = me < 2;
     c.values = values;
-    c.run = [=](cudaStream_t s, long warmup, long iters, uint64_t base, uint64_t* stamps,
+    c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
       char* b = buf;
       char* sr = src;
       size_t n = bytes;
-      uint64_t* f = flag;
+      uint64_t* f = ping_flag(flags, rep);
       uint64_t bs = base;
       long w = warmup, it = iters;
       int p = peer, ini = initiator;
@@ -342,7 +342,7 @@ int test_pingpong(const Options& opt, Report& report) {
   const long warmup = opt.warmup ? opt.warmup : 100;
   const int failures = run_stamped(opt, report, "pingpong", cases, iters, warmup, &base);
   nvshmem_barrier_all();
-  nvshmem_free(flag);
+  nvshmem_free(flags);
   nvshmem_free(src);
   nvshmem_free(buf);
   return failures;
@@ -382,9 +382,8 @@ int test_barrier(const Options& opt, Report& report) {
     const void* checked = sync_only
                               ? reinterpret_cast<const void*>(perf_nv::barrier_kernel<true, true>)
                               : reinterpret_cast<const void*>(perf_nv::barrier_kernel<true, false>);
-    c.run = [=](cudaStream_t s, long warmup, long it, uint64_t base, uint64_t* stamps, int* error) {
-      launch(timed, s, base, warmup, it, stamps, error);
-    };
+    c.run = [=](cudaStream_t s, int /*rep*/, long warmup, long it, uint64_t base, uint64_t* stamps,
+                int* error) { launch(timed, s, base, warmup, it, stamps, error); };
     c.verify = [=, &opt](cudaStream_t s, uint64_t base) -> unsigned long long {
       PERF_CUDA(cudaMemsetAsync(verify_error, 0, sizeof(int), s));
       launch(checked, s, base, 0, iters, verify_stamps, verify_error);
