@@ -66,14 +66,10 @@ grep -E "multicast for tmashmem|^\s+\[" "$RESULTS/info.txt"
 
 # MPS lets the kernels of the PEs that share the GPU run at once; without it every
 # cross-PE wait costs a time slice (milliseconds). Stopped on exit whatever happens.
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/tmashmem-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/tmashmem-mps-log
-start_mps() {
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d && echo "MPS started"
-}
-stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
+# TMASHMEM_MPS=0 runs without it.
+source "$ROOT/tools/mps.sh"
 finish() {
-  stop_mps
+  mps_stop
   # The device tool returns at most 8 files from $OUT: one archive of everything.
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     tar czf "$OUT/results.tar.gz" -C "$RESULTS" . 2>/dev/null
@@ -81,11 +77,11 @@ finish() {
   fi
 }
 trap finish EXIT
-if [ "${TMASHMEM_SUITE_MPS:-1}" = 1 ]; then start_mps; fi
+mps_start
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
-  (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest --output-on-failure -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
+  (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest -V -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
   rc=$?
   grep -E "passed, .* failed|tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sort | uniq -c | head -40
   summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E 'tests passed' "$RESULTS/gpu-tests.log")")

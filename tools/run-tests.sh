@@ -11,7 +11,10 @@ bash "$ROOT/tools/setup.sh"
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$BUILD_DIR"
 if gpus=$(bash "$ROOT/tools/has-gpu.sh"); then
-  echo "run-tests: $gpus GPU(s) found: running CPU and GPU tests"
+  echo "run-tests: $gpus GPU(s) found: running CPU and GPU tests (under MPS: tools/mps.sh)"
+  source "$ROOT/tools/mps.sh"
+  mps_start
+  trap mps_stop EXIT
   ctest --output-on-failure -j "${CTEST_JOBS:-1}"
 else
   echo "run-tests: no CUDA device: running the CPU tests only"

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -282,6 +283,55 @@ class EventPair {
 
  private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// ---- holding a stream while work is enqueued --------------------------------------------
+
+// Copy-engine references are many API calls per repetition (cudaMemcpyAsync in a loop).
+// Timed as they are enqueued, small copies measure how fast the host enqueues, which
+// varies from run to run by tens of percent. StreamHold parks the stream behind a
+// one-thread kernel that spins on a host-mapped word; the caller enqueues the timed
+// work, then release() lets it all run back to back, so the events time the GPU alone.
+// The spin gives up after kHoldTimeoutNs (a host that blocked on a full queue would
+// otherwise never release it); held_out() then says the hold did not cover the work.
+static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out, uint64_t timeout_ns) {
+  const uint64_t start = global_timer();
+  while (*go == 0) {
+    if (global_timer() - start > timeout_ns) {
+      *timed_out = 1;
+      return;
+    }
+  }
+}
+
+class StreamHold {
+ public:
+  static constexpr uint64_t kHoldTimeoutNs = 2000000000ull;
+  StreamHold() {
+    PERF_CUDA(
+        cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * sizeof(int), cudaHostAllocMapped));
+    host_[0] = host_[1] = 0;
+    PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  }
+  ~StreamHold() { cudaFreeHost(host_); }
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+  // Enqueues the spin; everything enqueued on `s` after it waits for release().
+  void hold(cudaStream_t s) {
+    reinterpret_cast<volatile int*>(host_)[0] = 0;
+    stream_hold_kernel<<<1, 1, 0, s>>>(device_, device_ + 1, kHoldTimeoutNs);
+    PERF_CUDA(cudaGetLastError());
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    reinterpret_cast<volatile int*>(host_)[0] = 1;
+  }
+  // After the held work completed: whether the spin gave up before release().
+  bool held_out() const { return reinterpret_cast<volatile int*>(host_)[1] != 0; }
+
+ private:
+  int* host_ = nullptr;
+  int* device_ = nullptr;
 };
 
 // ---- ceilings -------------------------------------------------------------------------

@@ -56,14 +56,23 @@ inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t byt
     sync_stream(stream, timeout_s, what + " warm-up");
   }
   EventPair ev;
+  // Copy-engine cases enqueue one API call per iteration: hold the stream until all are
+  // enqueued, so the events time the copies, not the host (StreamHold).
+  StreamHold hold;
+  const bool held = !c.uses_sms;
   std::vector<double> per_iter_us;
   for (int r = 0; r < reps; ++r) {
     if (c.prepare) c.prepare(stream, bytes);
+    if (held) hold.hold(stream);
     ev.start(stream);
     c.run(stream, ctas, bytes, iters);
     ev.stop(stream);
+    if (held) hold.release();
     if (c.verify) c.verify(stream, ctas, bytes, iters, check);
     const double ms = ev.elapsed_ms(timeout_s, what);
+    if (held && hold.held_out())
+      die(what + ": the stream hold gave up before " + std::to_string(iters) +
+          " copies were enqueued; lower the copy-engine iteration cap (Case::max_iters)");
     per_iter_us.push_back(ms * 1e3 / static_cast<double>(iters));
   }
   Measured m;

@@ -20,7 +20,6 @@ RESULTS=$(cd "$RESULTS" && pwd)
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/mps-pipe} CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/mps-log}
 # NVSHMEM: heap for the largest test; full multi-PE-per-GPU mode under MPS (its
 # synchronising device calls need it); no NCCL inside NVSHMEM.
 export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-3G}
@@ -37,34 +36,17 @@ MPIRUN=(mpirun --oversubscribe --bind-to none
   -x TMASHMEM_MULTICAST -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST
   -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE -x NVSHMEM_DISABLE_NCCL)
 
-# ---- MPS: started here, stopped on every exit path ----------------------------------
-MPS_STARTED=0
-stop_mps() {
-  if [ "$MPS_STARTED" = 1 ]; then
-    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
-    MPS_STARTED=0
-    echo "run-perf: MPS stopped"
-  fi
-}
-trap stop_mps EXIT
-trap 'stop_mps; exit 130' INT TERM
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-if echo get_server_list | nvidia-cuda-mps-control >/dev/null 2>&1; then
-  echo "run-perf: an MPS control daemon is already running; using it (not stopped at the end)"
-elif nvidia-cuda-mps-control -d; then
-  MPS_STARTED=1
-  sleep 1
-  echo "run-perf: MPS started"
-else
-  echo "run-perf: WARNING: could not start MPS; kernels of different PEs will time-slice and" \
-    "ping-pong/barrier numbers will be milliseconds"
-fi
+# ---- MPS: started here unless it runs already, stopped on every exit path -----------
+source "$HERE/../mps.sh"
+trap mps_stop EXIT
+trap 'mps_stop; exit 130' INT TERM
+mps_start
 
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
   echo "NVSHMEM: ${NVSHMEM_HOME:-not found}"
-  echo "MPS started here: $MPS_STARTED"
+  echo "MPS started here: $MPS_STARTED_HERE"
 } >"$RESULTS/perf-machine.txt"
 
 TM_CSV="$RESULTS/perf_tmashmem.csv"
@@ -147,7 +129,7 @@ if [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
   done
 fi
 
-stop_mps
+mps_stop
 echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s"
 if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
   echo "run-perf: shapes at 256 MiB, 2 PEs (GB/s, median):"
