@@ -25,7 +25,8 @@
 //   the calling thread (and to its block after a __syncthreads). Thread scope.
 //   With timeout_ns > 0 it returns Status::Timeout once at least that many
 //   nanoseconds (GPU global timer) have passed; with 0 it waits forever. The
-//   clock is first read after 64 polls, so a quickly satisfied wait reads none. Debug builds
+//   clock is first read after 64 bursts of kPollBurst polls and then every 64
+//   bursts, so a quickly satisfied wait reads none. Debug builds
 //   (TMASHMEM_DEVICE_DEBUG) print rank, peer, address, expected and seen values
 //   and trap instead of returning Timeout.
 // - Comparisons are unsigned 64-bit: seen OP value.
@@ -145,27 +146,26 @@ __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig) {
 }
 
 // Polls until the comparison holds (true) or the deadline passes (false); `seen` is
-// the last value read. The first 64 polls, and every poll of an unbounded wait,
-// run in a loop that holds nothing but the load and the compare: the detection
-// latency of a ping-pong is a fraction of the loop's period. An acquire load per
-// poll: at GPU scope on an H200 it costs no more than a relaxed poll, while a
-// relaxed poll followed by an acquire fence adds the fence, about 0.3 us
-// (docs/performance.md, "What a signal costs").
+// the last value read. The polls run in unrolled bursts of kPollBurst with nothing
+// between two polls but the load and the compare: no counter and no branch back per
+// poll, because the detection latency of a ping-pong follows the poll loop's period
+// (a counted loop, one counter update and back branch per poll, measured 0.15-0.2 us
+// slower per round trip than a bare poll loop on an H200: docs/performance.md). The
+// deadline is asked once per burst (it reads the clock only every 64th time). An
+// acquire load per poll: at GPU scope on an H200 it costs no more than a relaxed poll,
+// while a relaxed poll followed by an acquire fence adds the fence, about 0.5 us.
+constexpr int kPollBurst = 8;
+
 template <bool kGpuScope>
 __device__ __forceinline__ bool poll_until(const uint64_t* sig, Cmp cmp, uint64_t value,
                                            uint64_t timeout_ns, uint64_t& seen) {
-#pragma unroll 1
-  for (int i = 0; i < 64; ++i)
-    if (compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) return true;
-  if (timeout_ns == 0) {
-    while (!compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) {
-    }
-    return true;
-  }
   Deadline deadline(timeout_ns);
-  while (!compare(seen = ld_acquire<kGpuScope>(sig), cmp, value))
+  for (;;) {
+#pragma unroll
+    for (int i = 0; i < kPollBurst; ++i)
+      if (compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) return true;
     if (deadline.expired()) return false;
-  return true;
+  }
 }
 
 __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint64_t value,
