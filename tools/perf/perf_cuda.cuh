@@ -294,7 +294,8 @@ class EventPair {
 // work, then release() lets it all run back to back, so the events time the GPU alone.
 // The spin gives up after kHoldTimeoutNs (a host that blocked on a full queue would
 // otherwise never release it); held_out() then says the hold did not cover the work.
-static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out, uint64_t timeout_ns) {
+static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out,
+                                          uint64_t timeout_ns) {
   const uint64_t start = global_timer();
   while (*go == 0) {
     if (global_timer() - start > timeout_ns) {

@@ -128,8 +128,9 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 
 // A deadline for a bounded wait: 0 means "no bound". The clock starts at the 64th
 // call to expired() and is read only every 64th call after that, so a wait that
-// ends within 64 polls never reads the global timer (it costs more than a poll)
-// and a wait reports expiry no earlier than timeout_ns after it began.
+// ends within 64 calls (a call per poll, or per burst of polls) never reads the
+// global timer (it costs more than a poll), and a wait reports expiry no earlier
+// than timeout_ns after it began.
 struct Deadline {
   uint64_t timeout_ns;
   uint64_t end_ns = 0;

@@ -153,7 +153,7 @@ __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig) {
 // slower per round trip than a bare poll loop on an H200: docs/performance.md). The
 // deadline is asked once per burst (it reads the clock only every 64th time). An
 // acquire load per poll: at GPU scope on an H200 it costs no more than a relaxed poll,
-// while a relaxed poll followed by an acquire fence adds the fence, about 0.5 us.
+// while a relaxed poll followed by an acquire fence adds the fence, about 0.3 us.
 constexpr int kPollBurst = 8;
 
 template <bool kGpuScope>
