@@ -83,8 +83,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
   (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest -V -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
   rc=$?
-  grep -E "passed, .* failed|tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sort | uniq -c | head -40
-  summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E 'tests passed' "$RESULTS/gpu-tests.log")")
+  grep -E "passed, .* failed|% tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sed "s/^[0-9]*: //" | sort | uniq -c | head -40
+  summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E '% tests passed' "$RESULTS/gpu-tests.log")")
   (cd "$BUILD_DIR" && ctest -LE gpu -j 8 ${FILTER:+-R "$FILTER"}) >"$RESULTS/cpu-tests.log" 2>&1
   summary+=("cpu tests: $(grep -E 'tests passed' "$RESULTS/cpu-tests.log")")
 fi
