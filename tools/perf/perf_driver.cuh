@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,19 +59,20 @@ inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t byt
   EventPair ev;
   // Copy-engine cases enqueue one API call per iteration: hold the stream until all are
   // enqueued, so the events time the copies, not the host (StreamHold).
-  StreamHold hold;
+  std::optional<StreamHold> hold;  // pinned memory only for the cases that use it
   const bool held = !c.uses_sms;
+  if (held) hold.emplace();
   std::vector<double> per_iter_us;
   for (int r = 0; r < reps; ++r) {
     if (c.prepare) c.prepare(stream, bytes);
-    if (held) hold.hold(stream);
+    if (held) hold->hold(stream);
     ev.start(stream);
     c.run(stream, ctas, bytes, iters);
     ev.stop(stream);
-    if (held) hold.release();
+    if (held) hold->release();
     if (c.verify) c.verify(stream, ctas, bytes, iters, check);
     const double ms = ev.elapsed_ms(timeout_s, what);
-    if (held && hold.held_out())
+    if (held && hold->held_out())
       die(what + ": the stream hold gave up before " + std::to_string(iters) +
           " copies were enqueued; lower the copy-engine iteration cap (Case::max_iters)");
     per_iter_us.push_back(ms * 1e3 / static_cast<double>(iters));

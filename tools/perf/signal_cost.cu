@@ -39,7 +39,6 @@ enum class Wait {
   RelaxedPollFence,       // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
   VolatilePoll,           // ld.volatile until it holds: no ordering (NVSHMEM's wait)
   AcquireSysPoll,         // ld.acquire.sys
-  Nested64Poll,           // 64 acquire polls per clock check, counters outside the inner loop
   LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx's scope, no clock
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
 };
@@ -116,23 +115,6 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         while (ld_volatile(flag) < v) {
         }
         break;
-      case Wait::Nested64Poll: {
-        uint64_t end = 0;
-        for (;;) {
-          bool seen = false;
-#pragma unroll 1
-          for (int i = 0; i < 64 && !seen; ++i) seen = tmashmem::detail::ld_acquire_gpu(flag) >= v;
-          if (seen) break;
-          const uint64_t now = tmashmem::detail::global_timer_ns();
-          if (end == 0) {
-            end = now + kTimeoutNs;
-          } else if (now >= end) {
-            ok = false;
-            break;
-          }
-        }
-        break;
-      }
       case Wait::AcquireSysPoll:
         while (tmashmem::detail::ld_acquire_sys(flag) < v) {
         }
