@@ -11,6 +11,7 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v g++ >/dev/null || need+=(g++)
 command -v mpicc >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v python3 >/dev/null || need+=(python3)  # the perf scripts' test
 [ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_all.hpp ] ||
   [ -e /usr/local/include/catch2/catch_all.hpp ] || need+=(catch2)
 if [ ${#need[@]} -gt 0 ]; then

@@ -275,8 +275,9 @@ struct Row {
   long iters = 0;
   int reps = 0;
   Spread time_us;
-  double messages_per_iter = 1;  // messages one iteration stands for (message rate)
-  std::string ref_op;            // reference measured in the same run ("" if none)
+  std::vector<double> samples_us;  // what time_us summarises: one per repetition, in order
+  double messages_per_iter = 1;    // messages one iteration stands for (message rate)
+  std::string ref_op;              // reference measured in the same run ("" if none)
   double ref_gbps = 0;
   std::string check;  // "ok", "FAIL(<n> bad)", "n/a"
 
@@ -344,15 +345,20 @@ class Report {
       std::fprintf(f,
                    "runtime,test,op,pes,sms,threads,bytes,iters,reps,time_us_min,time_us_median,"
                    "time_us_max,gbps_min,gbps_median,gbps_max,mops_median,ref_op,ref_gbps,"
-                   "ratio_to_ref,ceiling_d2d_gbps,ceiling_peer_gbps,bytes_moved,check\n");
+                   "ratio_to_ref,ceiling_d2d_gbps,ceiling_peer_gbps,bytes_moved,check,"
+                   "time_us_samples\n");
     std::fprintf(
         f,
         "%s,%s,%s,%d,%d,%d,%zu,%ld,%d,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.4f,%s,%.3f,%.4f,%.3f,"
-        "%.3f,%.0f,%s\n",
+        "%.3f,%.0f,%s,",
         runtime_.c_str(), r.test.c_str(), r.op.c_str(), r.pes, r.sms, r.threads, r.bytes, r.iters,
         r.reps, r.time_us.min, r.time_us.median, r.time_us.max, r.gbps(r.time_us.max), g,
         r.gbps(r.time_us.min), r.mops(r.time_us.median), r.ref_op.c_str(), r.ref_gbps, ratio,
         d2d_gbps_, peer_gbps_, r.bytes_moved(), r.check.c_str());
+    // Every repetition's time, ';'-separated, so that runs can be merged (merge.py).
+    for (size_t i = 0; i < r.samples_us.size(); ++i)
+      std::fprintf(f, "%s%.4f", i ? ";" : "", r.samples_us[i]);
+    std::fprintf(f, "\n");
     std::fclose(f);
   }
 

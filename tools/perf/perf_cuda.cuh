@@ -74,11 +74,11 @@ static __global__ void fill_pattern_kernel(uint32_t* p, size_t words, uint64_t s
 }
 
 static __global__ void count_pattern_kernel(const uint32_t* p, size_t words, uint64_t seed,
-                                            unsigned long long* bad) {
+                                            uint64_t first_word, unsigned long long* bad) {
   unsigned long long mine = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words;
        i += size_t(gridDim.x) * blockDim.x)
-    mine += p[i] != pattern_word(seed, i);
+    mine += p[i] != pattern_word(seed, first_word + i);
   if (mine) atomicAdd(bad, mine);
 }
 
@@ -128,11 +128,13 @@ class Checker {
   Checker(const Checker&) = delete;
   Checker& operator=(const Checker&) = delete;
 
-  // [p, p + bytes) must hold the pattern for `seed`.
-  void pattern(const void* p, size_t bytes, uint64_t seed, cudaStream_t stream) {
+  // [p, p + bytes) must hold words first_word, first_word + 1, ... of the pattern for
+  // `seed` (fill_pattern writes word 0 at its start).
+  void pattern(const void* p, size_t bytes, uint64_t seed, cudaStream_t stream,
+               uint64_t first_word = 0) {
     if (bytes % 4) die("Checker::pattern: size " + std::to_string(bytes) + " not a multiple of 4");
-    count_pattern_kernel<<<grid_for(bytes / 4), 256, 0, stream>>>(static_cast<const uint32_t*>(p),
-                                                                  bytes / 4, seed, bad_);
+    count_pattern_kernel<<<grid_for(bytes / 4), 256, 0, stream>>>(
+        static_cast<const uint32_t*>(p), bytes / 4, seed, first_word, bad_);
     PERF_LAUNCHED("count_pattern_kernel");
   }
   // Every byte of [p, p + n) must equal `value` (guard bytes keep the poison).

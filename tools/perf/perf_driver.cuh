@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -17,8 +18,35 @@
 
 namespace perf {
 
+// Where repetition r of a case puts its data. Where a buffer lands in the L2 (and in
+// which physical pages) moves an L2-resident copy or an 8-deep tile stream by up to ~20%
+// on an H200; a run that used one address for every repetition reported a spread
+// narrower than the difference between two runs. Rotating over kSlots placements, each
+// in other 2 MiB pages and at another offset inside its page, puts that variation inside
+// the reported spread. Footprints above kSlotMaxBytes (DRAM-bound, and two runs agree
+// there) stay at offset 0.
+constexpr int kSlots = 4;
+constexpr size_t kSlotMaxBytes = size_t(16) << 20;
+inline size_t slot_stride(size_t footprint) {
+  constexpr size_t kPage = size_t(2) << 20, kSlack = 64 * 1024, kShift = 68 * 1024;
+  return (footprint + kSlack + kPage - 1) / kPage * kPage + kShift;  // a multiple of 4 KiB
+}
+inline size_t slot_offset(size_t footprint, int rep) {
+  return footprint > kSlotMaxBytes ? 0 : size_t(rep % kSlots) * slot_stride(footprint);
+}
+// Bytes a buffer needs so that every slot of a `footprint`-byte repetition fits.
+inline size_t slot_span(size_t footprint) { return slot_offset(footprint, kSlots - 1) + footprint; }
+// The same over several footprints (the largest need; not monotonic in the size).
+inline size_t slot_span(const std::vector<size_t>& footprints) {
+  size_t span = 0;
+  for (size_t f : footprints) span = std::max(span, slot_span(f));
+  return span;
+}
+
 // One operation measured with CUDA events around `run` (bandwidth, message rate,
-// single-thread latency). Everything but `run` is outside the timed region.
+// single-thread latency). Everything but `run` is outside the timed region. `off` is
+// the byte offset of this repetition's placement in every buffer the case touches
+// (slot_offset of its footprint; 0 for cases without one).
 struct Case {
   std::string test;  // the CSV's test column ("bw" when empty)
   std::string op;
@@ -26,34 +54,43 @@ struct Case {
   bool uses_sms = true;  // false: independent of the CTA count (copy engine)
   int threads = 0;       // threads per CTA, for the report
   long max_iters = 0;    // 0: no cap beyond the options
+  // Bytes one repetition touches in each buffer, guard excluded. Set: repetitions rotate
+  // over slot placements (slot_offset); unset: every repetition at offset 0.
+  std::function<size_t(size_t bytes)> footprint;
   // Poison the destination (before every repetition).
-  std::function<void(cudaStream_t, size_t bytes)> prepare;
+  std::function<void(cudaStream_t, size_t bytes, size_t off)> prepare;
   // The timed work: `iters` iterations with `ctas` CTAs.
-  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters)> run;
+  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off)> run;
   // Enqueue checks of the destination into `check` (after every repetition).
-  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, Checker&)> verify;
+  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off, Checker&)>
+      verify;
   // Messages one iteration stands for (message rate); default 1.
   std::function<double(int ctas, size_t bytes)> messages;
   // Whether the op runs at this size (default: every size).
   std::function<bool(size_t bytes)> applies;
 
   bool runs_at(size_t bytes) const { return !applies || applies(bytes); }
+  size_t offset(size_t bytes, int rep) const {
+    return footprint ? slot_offset(footprint(bytes), rep) : 0;
+  }
 };
 
 struct Measured {
-  Spread time_us;  // per iteration
+  Spread time_us;               // per iteration
+  std::vector<double> samples;  // per iteration, one per repetition, in order
   unsigned long long bad = 0;
 };
 
 // Runs `c` once untimed (warm-up iterations), then `reps` timed repetitions of
-// `iters` iterations; the destination is poisoned before and checked after each.
+// `iters` iterations, repetition r at c.offset(bytes, r); the destination is poisoned
+// before and checked after each.
 inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t bytes, long iters,
                         long warmup, int reps, double timeout_s, Checker& check) {
   const std::string what =
       c.op + " (" + std::to_string(bytes) + " B, " + std::to_string(ctas) + " CTAs)";
   if (warmup > 0) {
-    if (c.prepare) c.prepare(stream, bytes);
-    c.run(stream, ctas, bytes, warmup);
+    if (c.prepare) c.prepare(stream, bytes, 0);
+    c.run(stream, ctas, bytes, warmup, 0);
     sync_stream(stream, timeout_s, what + " warm-up");
   }
   EventPair ev;
@@ -64,13 +101,14 @@ inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t byt
   if (held) hold.emplace();
   std::vector<double> per_iter_us;
   for (int r = 0; r < reps; ++r) {
-    if (c.prepare) c.prepare(stream, bytes);
+    const size_t off = c.offset(bytes, r);
+    if (c.prepare) c.prepare(stream, bytes, off);
     if (held) hold->hold(stream);
     ev.start(stream);
-    c.run(stream, ctas, bytes, iters);
+    c.run(stream, ctas, bytes, iters, off);
     ev.stop(stream);
     if (held) hold->release();
-    if (c.verify) c.verify(stream, ctas, bytes, iters, check);
+    if (c.verify) c.verify(stream, ctas, bytes, iters, off, check);
     const double ms = ev.elapsed_ms(timeout_s, what);
     if (held && hold->held_out())
       die(what + ": the stream hold gave up before " + std::to_string(iters) +
@@ -79,24 +117,29 @@ inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t byt
   }
   Measured m;
   m.time_us = spread_of(per_iter_us);
+  m.samples = per_iter_us;
   m.bad = check.take(stream, timeout_s);
   return m;
 }
 
 // Bandwidth: every size, every CTA count; copy-engine cases once per size. Rank 0
-// measures; the other ranks wait (their memory is the target). Returns rank 0's
-// failures on every rank.
-inline int run_bandwidth(const Options& opt, Report& report, const std::vector<Case>& cases,
-                         const std::vector<size_t>& sizes, const std::vector<int>& sms,
-                         const std::function<void(cudaStream_t, size_t bytes)>& fill_sources,
-                         const std::string& title) {
+// measures; the other ranks wait (their memory is the target). `fill_sources` is
+// called for every slot offset of a `bytes` footprint (the bandwidth cases' footprint).
+// Returns rank 0's failures on every rank.
+inline int run_bandwidth(
+    const Options& opt, Report& report, const std::vector<Case>& cases,
+    const std::vector<size_t>& sizes, const std::vector<int>& sms,
+    const std::function<void(cudaStream_t, size_t bytes, size_t off)>& fill_sources,
+    const std::string& title) {
   report.table_header(title);
   if (mpi_rank() == 0) {
     cudaStream_t stream;
     PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Checker check;
     for (size_t bytes : sizes) {
-      fill_sources(stream, bytes);
+      for (int slot = 0; slot < kSlots; ++slot)
+        if (slot == 0 || slot_offset(bytes, slot) != 0)
+          fill_sources(stream, bytes, slot_offset(bytes, slot));
       std::map<std::string, double> gbps;  // this size's results, for the ratios
       const long base_iters = std::max<long>(
           1, std::min<long>(opt.iters ? opt.iters : 1000,
@@ -116,6 +159,7 @@ inline int run_bandwidth(const Options& opt, Report& report, const std::vector<C
         row.iters = iters;
         row.reps = opt.reps;
         row.time_us = m.time_us;
+        row.samples_us = m.samples;
         row.check = check_text(m.bad);
         const double g = row.gbps(m.time_us.median);
         if (!c.uses_sms) gbps[c.op] = g;
@@ -171,6 +215,7 @@ inline int run_messages(const Options& opt, Report& report, const std::vector<Ca
           row.iters = iters;
           row.reps = opt.reps;
           row.time_us = m.time_us;
+          row.samples_us = m.samples;
           row.messages_per_iter = c.messages ? c.messages(grid, bytes) : 1;
           row.check = check_text(m.bad);
           gbps[c.op] = row.gbps(m.time_us.median);
@@ -290,6 +335,7 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
     row.iters = iters;
     row.reps = static_cast<int>(medians.size());
     row.time_us = spread_of(medians);
+    row.samples_us = medians;
     row.check = errors ? "FAIL(timeout/data)" : check_text(bad);
     report.add(row);
     if (mpi_rank() == 0 && !means.empty())

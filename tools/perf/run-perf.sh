@@ -6,8 +6,14 @@
 #   tools/perf/run-perf.sh BUILD_DIR RESULTS_DIR
 #
 # BUILD_DIR holds tools/perf/tmashmem-perf (and perf_nvshmem when configured with
-# TMASHMEM_NVSHMEM_HOME). Takes about 35 s on one H200 (2026-12-01). Exits non-zero if any
-# run failed (a destination check, a timeout, a crash).
+# TMASHMEM_NVSHMEM_HOME). Exits non-zero if any run failed (a destination check, a
+# timeout, a crash).
+#
+# PERF_LAUNCHES (default 3): each test runs in that many separate launches (processes),
+# alternating tmashmem and NVSHMEM; tools/perf/merge.py pools their repetitions into one
+# row per measurement, so that the reported min/median/max covers what changes from one
+# process to the next, not only between repetitions of one process. The launches' own
+# rows stay in perf_*.launches.csv.
 set -uo pipefail
 BUILD=${1:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
 RESULTS=${2:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
@@ -49,9 +55,12 @@ mps_start
   echo "MPS started here: $MPS_STARTED_HERE"
 } >"$RESULTS/perf-machine.txt"
 
+LAUNCHES=${PERF_LAUNCHES:-3}
 TM_CSV="$RESULTS/perf_tmashmem.csv"
 NV_CSV="$RESULTS/perf_nvshmem.csv"
-rm -f "$TM_CSV" "$NV_CSV"
+TM_RAW="$RESULTS/perf_tmashmem.launches.csv"
+NV_RAW="$RESULTS/perf_nvshmem.launches.csv"
+rm -f "$TM_CSV" "$NV_CSV" "$TM_RAW" "$NV_RAW"
 failed=()
 t_start=$(date +%s)
 
@@ -59,8 +68,8 @@ t_start=$(date +%s)
 run() {
   local name=$1 np=$2 prog=$3
   shift 3
-  local bin="$PERF_DIR/$prog" csv="$TM_CSV"
-  [ "$prog" = perf_nvshmem ] && csv="$NV_CSV"
+  local bin="$PERF_DIR/$prog" csv="$TM_RAW"
+  [ "$prog" = perf_nvshmem ] && csv="$NV_RAW"
   [ -n "${RUN_CSV:-}" ] && csv="$RUN_CSV"
   if [ ! -x "$bin" ]; then
     echo "run-perf: $prog not built; skipping $name"
@@ -78,27 +87,30 @@ run() {
   fi
 }
 
-# Each test runs for tmashmem and then for NVSHMEM before the next test starts, so a
-# run cut short still holds both sides of every test it reached; round trips first.
-# both NAME NP ARGS...: `run tmashmem.NAME` and `run nvshmem.NAME`.
+# Each launch of a test runs for tmashmem and then for NVSHMEM before the next starts, so
+# a run cut short still holds both sides of every test it reached; round trips first.
+# both NAME NP ARGS...: `run tmashmem.NAME.lK` and `run nvshmem.NAME.lK`, K = 1..LAUNCHES.
 both() {
-  local name=$1 np=$2
+  local name=$1 np=$2 l
   shift 2
-  run "tmashmem.$name" "$np" tmashmem-perf "$@"
-  run "nvshmem.$name" "$np" perf_nvshmem "$@"
+  for ((l = 1; l <= LAUNCHES; ++l)); do
+    run "tmashmem.$name.l$l" "$np" tmashmem-perf "$@"
+    run "nvshmem.$name.l$l" "$np" perf_nvshmem "$@"
+  done
 }
 # Round trips and device barriers.
-both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 8  # 8 repetitions: every flag slot (perf_driver.cuh)
+# Repetitions: 8 = every ping-pong flag slot, and every buffer slot twice (perf_driver.cuh).
+both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 8
 for np in 1 2 4; do
   both "barrier.np$np" "$np" barrier -r 5
 done
 # Bandwidth vs size at 16 SMs and all SMs; 2 PEs and 1 PE (its own heap).
-both bw.np2 2 bw -b 16K -e 256M -f 4 -s 16,all -r 5
-both bw.np1 1 bw -b 16K -e 256M -f 4 -s 16,all -r 5
+both bw.np2 2 bw -b 16K -e 256M -f 4 -s 16,all -r 8
+both bw.np1 1 bw -b 16K -e 256M -f 4 -s 16,all -r 8
 # Bandwidth vs SM count at 256 MiB.
 both bw_sms.np2 2 bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
 # Small messages in one persistent kernel.
-both msg.np2 2 msg -b 8 -e 4K -f 8 -s all -r 5
+both msg.np2 2 msg -b 8 -e 4K -f 8 -s all -r 8
 
 # A signal round trip taken apart (not plotted; docs/performance.md reads it out).
 if [ -x "$PERF_DIR/tmashmem-signal-cost" ]; then
@@ -130,7 +142,12 @@ if [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
 fi
 
 mps_stop
-echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s"
+echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s ($LAUNCHES launches per test)"
+for pair in "$TM_RAW:$TM_CSV" "$NV_RAW:$NV_CSV"; do
+  raw=${pair%%:*}
+  [ -s "$raw" ] || continue
+  python3 "$HERE/merge.py" "$raw" --out "${pair#*:}" || failed+=("merge.py $(basename "$raw")")
+done
 if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
   echo "run-perf: shapes at 256 MiB, 2 PEs (GB/s, median):"
   for f in "$RESULTS"/tune/*.csv; do

@@ -36,14 +36,15 @@ __device__ __forceinline__ unsigned char* align128(unsigned char* p) {
   return reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(p) + 127) & ~uintptr_t(127));
 }
 
-// Copies tiles [0, rows / box[1]) of `src` on `src_pe` into `dst` on `dst_pe`, `iters`
-// times over. Launch with one thread per CTA and tile_smem_bytes() of dynamic
-// shared memory. *error = 1 if a get did not complete within timeout_ns.
+// Copies the `rows / box[1]` tiles that start at row `row0` of `src` on `src_pe` into the
+// same rows of `dst` on `dst_pe`, `iters` times over. Launch with one thread per CTA and
+// tile_smem_bytes() of dynamic shared memory. *error = 1 if a get did not complete within
+// timeout_ns.
 static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tile_tensor_t src,
                                         int src_pe,
                                         const __grid_constant__ tmashmem_tile_tensor_t dst,
-                                        int dst_pe, uint32_t rows, uint32_t stages, long iters,
-                                        uint64_t timeout_ns, int* error) {
+                                        int dst_pe, uint32_t row0, uint32_t rows, uint32_t stages,
+                                        long iters, uint64_t timeout_ns, int* error) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* tiles = align128(smem_raw);
   const uint32_t box_bytes = src.box_bytes;
@@ -58,7 +59,9 @@ static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tile_te
   for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
 
   const long total = n * iters;
-  auto row = [&](long k) { return static_cast<int32_t>((mine.begin + size_t(k % n)) * box_rows); };
+  auto row = [&](long k) {
+    return static_cast<int32_t>(row0 + (mine.begin + size_t(k % n)) * box_rows);
+  };
   auto get = [&](long k) {
     const uint32_t s = static_cast<uint32_t>(k % stages);
     bars[s].arrive_expect_tx(box_bytes);
@@ -84,14 +87,14 @@ static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tile_te
 }
 
 // Back-to-back tma_put_tile of one tile (box_bytes) from shared memory into `dst` on
-// `pe`: CTA c always writes tile c (rows c*box[1] ...), its shared tile loaded once
+// `pe`: CTA c always writes tile c (rows row0 + c*box[1] ...), its shared tile loaded once
 // from `src` (this PE) at the same place, so the destination must equal the source.
 // kQuietEach: bulk_wait_group<0> + quiet() after every put (latency); otherwise at
 // most 8 puts in flight and one quiet() at the end (rate). One thread per CTA.
 template <bool kQuietEach>
 __global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tile_tensor_t src,
                                 const __grid_constant__ tmashmem_tile_tensor_t dst, int pe,
-                                long iters, uint64_t timeout_ns, int* error) {
+                                uint32_t row0, long iters, uint64_t timeout_ns, int* error) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* tile = align128(smem_raw);
   tmashmem::Mbarrier* bar = reinterpret_cast<tmashmem::Mbarrier*>(tile + src.box_bytes);
@@ -99,7 +102,7 @@ __global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tile_tensor_t s
   tmashmem::tma_acquire_tensor_maps(src);
   tmashmem::tma_acquire_tensor_maps(dst);
   bar->init(1);
-  const tmashmem::TileCoord at(0, static_cast<int32_t>(blockIdx.x * src.box[1]));
+  const tmashmem::TileCoord at(0, static_cast<int32_t>(row0 + blockIdx.x * src.box[1]));
   bar->arrive_expect_tx(src.box_bytes);
   tmashmem::tma_get_tile(tile, src, src.my_pe, at, *bar);
   if (bar->wait(0, timeout_ns) != tmashmem::Status::Ok) {

@@ -56,13 +56,13 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   std::vector<int> sms;
   if (!sm_list(opt.sms.empty() ? "16,all" : opt.sms, device_sms, &sms))
     die("bad SM list '" + opt.sms + "' (1.." + std::to_string(device_sms) + " or all)");
-  const size_t max_bytes = sizes.back();
   const int me = tmashmem_my_pe();
   const int pe = tmashmem_n_pes() > 1 ? 1 : me;
   // Tile tensors need whole rows; round the buffers up to the tile tensors' extent.
   const uint32_t tile_rows = static_cast<uint32_t>(opt.tile_rows);
   const size_t tile_bytes = size_t(tile_rows) * kTileRowBytes;
-  const size_t span = (max_bytes + tile_bytes - 1) / tile_bytes * tile_bytes;
+  // Every size's every slot (perf_driver.cuh) fits; tile tensors cover the whole span.
+  const size_t span = (slot_span(sizes) + tile_bytes - 1) / tile_bytes * tile_bytes;
   char* src = sym_alloc(span + kGuard);
   char* dst = sym_alloc(span + kGuard);
   const tmashmem_ctx_t ctx = device_ctx();
@@ -92,25 +92,26 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   const uint64_t timeout_ns = opt.timeout_ns();
 
   // Put: local src -> PE pe's dst. Get: PE pe's src -> local dst.
-  auto put_prepare = [=](cudaStream_t s, size_t bytes) {
-    PERF_CUDA(cudaMemsetAsync(peer_dst, kPoison, bytes + kGuard, s));
+  // Every buffer is used at the repetition's slot offset `o`.
+  auto put_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+    PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, bytes + kGuard, s));
   };
-  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, Checker& c) {
-    c.pattern(peer_dst, bytes, seed, s);
-    c.bytes_equal(peer_dst + bytes, kGuard, kPoison, s);
+  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
+    c.pattern(peer_dst + o, bytes, seed, s);
+    c.bytes_equal(peer_dst + o + bytes, kGuard, kPoison, s);
   };
-  auto get_prepare = [=](cudaStream_t s, size_t bytes) {
-    PERF_CUDA(cudaMemsetAsync(dst, kPoison, bytes + kGuard, s));
+  auto get_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + kGuard, s));
   };
-  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, Checker& c) {
-    c.pattern(dst, bytes, seed, s);
-    c.bytes_equal(dst + bytes, kGuard, kPoison, s);
+  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
+    c.pattern(dst + o, bytes, seed, s);
+    c.bytes_equal(dst + o + bytes, kGuard, kPoison, s);
   };
   auto with_error_check = [&](Case c) {
     auto inner = c.verify;
     c.verify = [inner, error, &opt, name = c.op](cudaStream_t s, int ctas, size_t bytes, long iters,
-                                                 Checker& ch) {
-      inner(s, ctas, bytes, iters, ch);
+                                                 size_t o, Checker& ch) {
+      inner(s, ctas, bytes, iters, o, ch);
       int e = 0;
       sync_stream(s, opt.timeout_s, name);
       PERF_CUDA(cudaMemcpy(&e, error, sizeof(int), cudaMemcpyDeviceToHost));
@@ -124,90 +125,98 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
 
   std::vector<Case> cases;
   auto add = [&](const std::string& op, const std::string& ref, bool uses_sms, int thr, bool is_put,
-                 std::function<void(cudaStream_t, int, size_t, long)> run) {
+                 std::function<void(cudaStream_t, int, size_t, long, size_t)> run) {
     Case c;
     c.op = op;
     c.ref = ref;
     c.uses_sms = uses_sms;
     c.threads = thr;
+    c.footprint = [](size_t bytes) { return bytes; };
     c.run = std::move(run);
-    c.prepare = is_put ? std::function<void(cudaStream_t, size_t)>(put_prepare)
-                       : std::function<void(cudaStream_t, size_t)>(get_prepare);
-    c.verify = is_put ? std::function<void(cudaStream_t, int, size_t, long, Checker&)>(put_verify)
-                      : std::function<void(cudaStream_t, int, size_t, long, Checker&)>(get_verify);
+    if (is_put) {
+      c.prepare = put_prepare;
+      c.verify = put_verify;
+    } else {
+      c.prepare = get_prepare;
+      c.verify = get_verify;
+    }
     cases.push_back(std::move(c));
   };
   // References: the copy engine through the peer mapping, and tmashmem's on-stream copy.
-  add("memcpy_put", "", false, 0, true, [=](cudaStream_t s, int, size_t bytes, long iters) {
-    for (long i = 0; i < iters; ++i)
-      PERF_CUDA(cudaMemcpyAsync(peer_dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-  });
+  add("memcpy_put", "", false, 0, true,
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+        for (long i = 0; i < iters; ++i)
+          PERF_CUDA(cudaMemcpyAsync(peer_dst + o, src + o, bytes, cudaMemcpyDeviceToDevice, s));
+      });
   cases.back().max_iters = 200;
-  add("memcpy_get", "", false, 0, false, [=](cudaStream_t s, int, size_t bytes, long iters) {
-    for (long i = 0; i < iters; ++i)
-      PERF_CUDA(cudaMemcpyAsync(dst, peer_src, bytes, cudaMemcpyDeviceToDevice, s));
-  });
+  add("memcpy_get", "", false, 0, false,
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+        for (long i = 0; i < iters; ++i)
+          PERF_CUDA(cudaMemcpyAsync(dst + o, peer_src + o, bytes, cudaMemcpyDeviceToDevice, s));
+      });
   cases.back().max_iters = 200;
   add("on_stream_put", "memcpy_put", false, 0, true,
-      [=](cudaStream_t s, int, size_t bytes, long iters) {
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
         for (long i = 0; i < iters; ++i)
-          tm_check(tmashmem_putmem_on_stream(dst, src, bytes, pe, s), "tmashmem_putmem_on_stream");
+          tm_check(tmashmem_putmem_on_stream(dst + o, src + o, bytes, pe, s),
+                   "tmashmem_putmem_on_stream");
       });
   cases.back().max_iters = 200;
   add("on_stream_get", "memcpy_get", false, 0, false,
-      [=](cudaStream_t s, int, size_t bytes, long iters) {
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
         for (long i = 0; i < iters; ++i)
-          tm_check(tmashmem_getmem_on_stream(dst, src, bytes, pe, s), "tmashmem_getmem_on_stream");
+          tm_check(tmashmem_getmem_on_stream(dst + o, src + o, bytes, pe, s),
+                   "tmashmem_getmem_on_stream");
       });
   cases.back().max_iters = 200;
   // The plain SM copy: what a hand-written kernel gets through the peer mapping.
   add("smcopy_put", "memcpy_put", true, threads, true,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        sm_copy_kernel<<<ctas, threads, 0, s>>>(peer_dst, src, bytes, iters);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        sm_copy_kernel<<<ctas, threads, 0, s>>>(peer_dst + o, src + o, bytes, iters);
         PERF_LAUNCHED("sm_copy_kernel");
       });
   add("smcopy_get", "memcpy_get", true, threads, false,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        sm_copy_kernel<<<ctas, threads, 0, s>>>(dst, peer_src, bytes, iters);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        sm_copy_kernel<<<ctas, threads, 0, s>>>(dst + o, peer_src + o, bytes, iters);
         PERF_LAUNCHED("sm_copy_kernel");
       });
   add("block_put", "memcpy_put", true, threads, true,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        perf_tm::block_put_kernel<<<ctas, threads, 0, s>>>(ctx, dst, src, bytes, pe, iters);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        perf_tm::block_put_kernel<<<ctas, threads, 0, s>>>(ctx, dst + o, src + o, bytes, pe, iters);
         PERF_LAUNCHED("block_put_kernel");
       });
   add("block_get", "memcpy_get", true, threads, false,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        perf_tm::block_get_kernel<<<ctas, threads, 0, s>>>(ctx, dst, src, bytes, pe, iters);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        perf_tm::block_get_kernel<<<ctas, threads, 0, s>>>(ctx, dst + o, src + o, bytes, pe, iters);
         PERF_LAUNCHED("block_get_kernel");
       });
   add("nbi_put", "memcpy_put", true, issuers, true,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        perf_tm::nbi_put_kernel<<<ctas, issuers, nbi_smem, s>>>(ctx, dst, src, bytes, pe, iters,
-                                                                stage);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        perf_tm::nbi_put_kernel<<<ctas, issuers, nbi_smem, s>>>(ctx, dst + o, src + o, bytes, pe,
+                                                                iters, stage);
         PERF_LAUNCHED("nbi_put_kernel");
       });
   add("nbi_get", "memcpy_get", true, issuers, false,
-      [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
-        perf_tm::nbi_get_kernel<<<ctas, issuers, nbi_smem, s>>>(ctx, dst, src, bytes, pe, iters,
-                                                                stage);
+      [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+        perf_tm::nbi_get_kernel<<<ctas, issuers, nbi_smem, s>>>(ctx, dst + o, src + o, bytes, pe,
+                                                                iters, stage);
         PERF_LAUNCHED("nbi_get_kernel");
       });
   if (tiles) {
     const tmashmem_tile_tensor_t sv = src_view.handle, dv = dst_view.handle;
     add("tile_put", "memcpy_put", true, 1, true,
-        [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
+        [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
           perf_tm::tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
-              sv, me, dv, pe, static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters,
-              timeout_ns, error);
+              sv, me, dv, pe, static_cast<uint32_t>(o / kTileRowBytes),
+              static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns, error);
           PERF_LAUNCHED("tile_copy_kernel (put)");
         });
     cases.back() = with_error_check(cases.back());
     add("tile_get", "memcpy_get", true, 1, false,
-        [=](cudaStream_t s, int ctas, size_t bytes, long iters) {
+        [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
           perf_tm::tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
-              sv, pe, dv, me, static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters,
-              timeout_ns, error);
+              sv, pe, dv, me, static_cast<uint32_t>(o / kTileRowBytes),
+              static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns, error);
           PERF_LAUNCHED("tile_copy_kernel (get)");
         });
     cases.back() = with_error_check(cases.back());
@@ -221,10 +230,10 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
       std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows at that size\n",
                   s, tile_bytes);
 
-  auto fill = [&](cudaStream_t s, size_t bytes) {
+  auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
     seed = seed0 ^ (bytes * 0x9E3779B97F4A7C15ull);
-    fill_pattern(src, bytes, seed, s);
-    if (peer_src != src) fill_pattern(peer_src, bytes, seed, s);
+    fill_pattern(src + o, bytes, seed, s);
+    if (peer_src != src) fill_pattern(peer_src + o, bytes, seed, s);
   };
   char title[160];
   std::snprintf(title, sizeof title,

@@ -48,7 +48,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     for (size_t s : sizes) {
       const uint32_t inner = static_cast<uint32_t>(std::min<size_t>(s, kTileRowBytes));
       if (s < 16 || s % 16 || s % inner || s / inner > 256) continue;
-      const size_t span = size_t(tile_grid_max) * s;
+      // Repetitions rotate over slots (perf_driver.cuh): the views cover every slot.
+      const size_t span = slot_span(size_t(tile_grid_max) * s);
       tile_sizes.push_back(s);
       src_views.push_back(make_view(src, span, inner, static_cast<uint32_t>(s / inner)));
       dst_views.push_back(make_view(dst, span, inner, static_cast<uint32_t>(s / inner)));
@@ -90,16 +91,17 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     c.threads = rate ? threads : 1;
     c.messages = [rate, threads](int grid, size_t) { return rate ? double(grid) * threads : 1.0; };
     c.applies = [op](size_t bytes) { return (op != "p" && op != "raw_st") || bytes == 8; };
-    c.prepare = [=](cudaStream_t s, size_t) {
+    // Rate kernels cycle through the whole region (no slots; see msg_kernel).
+    c.prepare = [=](cudaStream_t s, size_t, size_t) {
       PERF_CUDA(cudaMemsetAsync(peer_dst, kPoison, region + kGuard, s));
       if (signals) PERF_CUDA(cudaMemsetAsync(peer_sig, 0, max_threads * sizeof(uint64_t), s));
     };
-    c.run = [=](cudaStream_t s, int grid, size_t bytes, long iters) {
+    c.run = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t) {
       const int thr = rate ? threads : 1;
       launch(s, grid, thr, bytes, laps_for(grid, thr, bytes), iters);
       PERF_LAUNCHED(op.c_str());
     };
-    c.verify = [=](cudaStream_t s, int grid, size_t bytes, long iters, Checker& ch) {
+    c.verify = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t, Checker& ch) {
       const int thr = rate ? threads : 1;
       const size_t n = covered(grid, thr, bytes, iters);
       ch.pattern(peer_dst, n, seed, s);
@@ -133,7 +135,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
   add("put", "", false, msg(PutT{}, Lat{}), false);
   add("put_signal", "", false, msg(PutSigT{}, Lat{}), true);
 
-  // Tile put: one thread per CTA; its own tile slot (see tile_msg_kernel).
+  // Tile put: one thread per CTA; its own tile (see tile_msg_kernel). The tiles of all
+  // CTAs (at most tile_grid_max x bytes) move to another slot every repetition.
   auto tile_case = [&](bool rate) {
     Case c;
     c.op = "tile_put";
@@ -143,25 +146,28 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     c.applies = [&tile_sizes](size_t bytes) {
       return std::find(tile_sizes.begin(), tile_sizes.end(), bytes) != tile_sizes.end();
     };
-    c.prepare = [=](cudaStream_t s, size_t bytes) {
-      PERF_CUDA(cudaMemsetAsync(peer_dst, kPoison, size_t(tile_grid_max) * bytes + kGuard, s));
+    c.footprint = [tile_grid_max](size_t bytes) { return size_t(tile_grid_max) * bytes; };
+    c.prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+      PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, size_t(tile_grid_max) * bytes + kGuard, s));
     };
     c.run = [=, &tile_sizes, &src_views, &dst_views](cudaStream_t s, int grid, size_t bytes,
-                                                     long iters) {
+                                                     long iters, size_t o) {
       const size_t i = static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), bytes) -
                                            tile_sizes.begin());
       if (i == tile_sizes.size()) die("tile_put: no view for this size");
+      const uint32_t row0 = static_cast<uint32_t>(o / (src_views[i].handle.box[0] * 4));
       if (rate)
         perf_tm::tile_msg_kernel<false><<<grid, 1, tile_smem, s>>>(
-            src_views[i].handle, dst_views[i].handle, pe, iters, timeout_ns, error);
+            src_views[i].handle, dst_views[i].handle, pe, row0, iters, timeout_ns, error);
       else
         perf_tm::tile_msg_kernel<true><<<grid, 1, tile_smem, s>>>(
-            src_views[i].handle, dst_views[i].handle, pe, iters, timeout_ns, error);
+            src_views[i].handle, dst_views[i].handle, pe, row0, iters, timeout_ns, error);
       PERF_LAUNCHED("tile_msg_kernel");
     };
-    c.verify = [=, &opt](cudaStream_t s, int grid, size_t bytes, long, Checker& ch) {
-      ch.pattern(peer_dst, size_t(grid) * bytes, seed, s);
-      ch.bytes_equal(peer_dst + size_t(grid) * bytes, kGuard, kPoison, s);
+    c.verify = [=, &opt](cudaStream_t s, int grid, size_t bytes, long, size_t o, Checker& ch) {
+      // The source was filled once from its start: these words sit o / 4 words in.
+      ch.pattern(peer_dst + o, size_t(grid) * bytes, seed, s, o / 4);
+      ch.bytes_equal(peer_dst + o + size_t(grid) * bytes, kGuard, kPoison, s);
       int e = 0;
       sync_stream(s, opt.timeout_s, "tile_put");
       PERF_CUDA(cudaMemcpy(&e, error, sizeof(int), cudaMemcpyDeviceToHost));

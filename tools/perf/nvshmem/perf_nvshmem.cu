@@ -82,84 +82,94 @@ int test_bw(const Options& opt, Report& report, int device_sms) {
   std::vector<int> sms;
   if (!sm_list(opt.sms.empty() ? "16,all" : opt.sms, device_sms, &sms))
     die("bad SM list '" + opt.sms + "' (1.." + std::to_string(device_sms) + " or all)");
-  const size_t max_bytes = sizes.back();
   const int me = nvshmem_my_pe();
   const int pe = nvshmem_n_pes() > 1 ? 1 : me;
-  char* src = sym_alloc(max_bytes + kGuard);
-  char* dst = sym_alloc(max_bytes + kGuard);
+  // Every size's every slot (perf_driver.cuh) fits.
+  char* src = sym_alloc(slot_span(sizes) + kGuard);
+  char* dst = sym_alloc(slot_span(sizes) + kGuard);
   char* peer_src = peer_ptr(src, pe);
   char* peer_dst = peer_ptr(dst, pe);
   const uint64_t seed0 = run_seed();
   uint64_t seed = seed0;
   const int threads = opt.threads;
 
-  auto put_prepare = [=](cudaStream_t s, size_t bytes) {
-    PERF_CUDA(cudaMemsetAsync(peer_dst, kPoison, bytes + kGuard, s));
+  // Every buffer is used at the repetition's slot offset `o`.
+  auto put_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+    PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, bytes + kGuard, s));
   };
-  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, Checker& c) {
-    c.pattern(peer_dst, bytes, seed, s);
-    c.bytes_equal(peer_dst + bytes, kGuard, kPoison, s);
+  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
+    c.pattern(peer_dst + o, bytes, seed, s);
+    c.bytes_equal(peer_dst + o + bytes, kGuard, kPoison, s);
   };
-  auto get_prepare = [=](cudaStream_t s, size_t bytes) {
-    PERF_CUDA(cudaMemsetAsync(dst, kPoison, bytes + kGuard, s));
+  auto get_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + kGuard, s));
   };
-  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, Checker& c) {
-    c.pattern(dst, bytes, seed, s);
-    c.bytes_equal(dst + bytes, kGuard, kPoison, s);
+  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
+    c.pattern(dst + o, bytes, seed, s);
+    c.bytes_equal(dst + o + bytes, kGuard, kPoison, s);
   };
   std::vector<Case> cases;
   auto add = [&](const std::string& op, const std::string& ref, bool uses_sms, bool is_put,
-                 std::function<void(cudaStream_t, int, size_t, long)> run) {
+                 std::function<void(cudaStream_t, int, size_t, long, size_t)> run) {
     Case c;
     c.op = op;
     c.ref = ref;
     c.uses_sms = uses_sms;
     c.threads = uses_sms ? threads : 0;
+    c.footprint = [](size_t bytes) { return bytes; };
     c.run = std::move(run);
-    c.prepare = is_put ? std::function<void(cudaStream_t, size_t)>(put_prepare)
-                       : std::function<void(cudaStream_t, size_t)>(get_prepare);
-    c.verify = is_put ? std::function<void(cudaStream_t, int, size_t, long, Checker&)>(put_verify)
-                      : std::function<void(cudaStream_t, int, size_t, long, Checker&)>(get_verify);
+    if (is_put) {
+      c.prepare = put_prepare;
+      c.verify = put_verify;
+    } else {
+      c.prepare = get_prepare;
+      c.verify = get_verify;
+    }
     if (!uses_sms) c.max_iters = 200;
     cases.push_back(std::move(c));
   };
-  add("memcpy_put", "", false, true, [=](cudaStream_t s, int, size_t bytes, long iters) {
+  add("memcpy_put", "", false, true, [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
     for (long i = 0; i < iters; ++i)
-      PERF_CUDA(cudaMemcpyAsync(peer_dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+      PERF_CUDA(cudaMemcpyAsync(peer_dst + o, src + o, bytes, cudaMemcpyDeviceToDevice, s));
   });
-  add("memcpy_get", "", false, false, [=](cudaStream_t s, int, size_t bytes, long iters) {
+  add("memcpy_get", "", false, false, [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
     for (long i = 0; i < iters; ++i)
-      PERF_CUDA(cudaMemcpyAsync(dst, peer_src, bytes, cudaMemcpyDeviceToDevice, s));
+      PERF_CUDA(cudaMemcpyAsync(dst + o, peer_src + o, bytes, cudaMemcpyDeviceToDevice, s));
   });
-  add("smcopy_put", "memcpy_put", true, true, [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-    sm_copy_kernel<<<ctas, threads, 0, s>>>(peer_dst, src, bytes, it);
-    PERF_LAUNCHED("sm_copy_kernel");
-  });
-  add("smcopy_get", "memcpy_get", true, false,
-      [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-        sm_copy_kernel<<<ctas, threads, 0, s>>>(dst, peer_src, bytes, it);
+  add("smcopy_put", "memcpy_put", true, true,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        sm_copy_kernel<<<ctas, threads, 0, s>>>(peer_dst + o, src + o, bytes, it);
         PERF_LAUNCHED("sm_copy_kernel");
       });
-  add("block_put", "memcpy_put", true, true, [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-    perf_nv::block_put_kernel<<<ctas, threads, 0, s>>>(dst, src, bytes, pe, it);
-    PERF_LAUNCHED("nvshmemx_putmem_block kernel");
-  });
-  add("block_get", "memcpy_get", true, false, [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-    perf_nv::block_get_kernel<<<ctas, threads, 0, s>>>(dst, src, bytes, pe, it);
-    PERF_LAUNCHED("nvshmemx_getmem_block kernel");
-  });
-  add("nbi_put", "memcpy_put", true, true, [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-    perf_nv::nbi_put_kernel<<<ctas, threads, 0, s>>>(dst, src, bytes, pe, it);
-    PERF_LAUNCHED("nvshmemx_putmem_nbi_block kernel");
-  });
-  add("nbi_get", "memcpy_get", true, false, [=](cudaStream_t s, int ctas, size_t bytes, long it) {
-    perf_nv::nbi_get_kernel<<<ctas, threads, 0, s>>>(dst, src, bytes, pe, it);
-    PERF_LAUNCHED("nvshmemx_getmem_nbi_block kernel");
-  });
-  auto fill = [&](cudaStream_t s, size_t bytes) {
+  add("smcopy_get", "memcpy_get", true, false,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        sm_copy_kernel<<<ctas, threads, 0, s>>>(dst + o, peer_src + o, bytes, it);
+        PERF_LAUNCHED("sm_copy_kernel");
+      });
+  add("block_put", "memcpy_put", true, true,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        perf_nv::block_put_kernel<<<ctas, threads, 0, s>>>(dst + o, src + o, bytes, pe, it);
+        PERF_LAUNCHED("nvshmemx_putmem_block kernel");
+      });
+  add("block_get", "memcpy_get", true, false,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        perf_nv::block_get_kernel<<<ctas, threads, 0, s>>>(dst + o, src + o, bytes, pe, it);
+        PERF_LAUNCHED("nvshmemx_getmem_block kernel");
+      });
+  add("nbi_put", "memcpy_put", true, true,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        perf_nv::nbi_put_kernel<<<ctas, threads, 0, s>>>(dst + o, src + o, bytes, pe, it);
+        PERF_LAUNCHED("nvshmemx_putmem_nbi_block kernel");
+      });
+  add("nbi_get", "memcpy_get", true, false,
+      [=](cudaStream_t s, int ctas, size_t bytes, long it, size_t o) {
+        perf_nv::nbi_get_kernel<<<ctas, threads, 0, s>>>(dst + o, src + o, bytes, pe, it);
+        PERF_LAUNCHED("nvshmemx_getmem_nbi_block kernel");
+      });
+  auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
     seed = seed0 ^ (bytes * 0x9E3779B97F4A7C15ull);
-    fill_pattern(src, bytes, seed, s);
-    if (peer_src != src) fill_pattern(peer_src, bytes, seed, s);
+    fill_pattern(src + o, bytes, seed, s);
+    if (peer_src != src) fill_pattern(peer_src + o, bytes, seed, s);
   };
   char title[128];
   std::snprintf(title, sizeof title, "bw: PE %d %s PE %d's heap, %d threads/CTA", me,
@@ -215,16 +225,17 @@ int test_msg(const Options& opt, Report& report, int device_sms) {
     c.threads = rate ? threads : 1;
     c.messages = [rate, threads](int grid, size_t) { return rate ? double(grid) * threads : 1.0; };
     c.applies = [op](size_t bytes) { return (op != "p" && op != "raw_st") || bytes == 8; };
-    c.prepare = [=](cudaStream_t s, size_t) {
+    // Rate kernels cycle through the whole region (no slots; see msg_kernel).
+    c.prepare = [=](cudaStream_t s, size_t, size_t) {
       PERF_CUDA(cudaMemsetAsync(peer_dst, kPoison, region + kGuard, s));
       if (signals) PERF_CUDA(cudaMemsetAsync(peer_sig, 0, max_threads * sizeof(uint64_t), s));
     };
-    c.run = [=](cudaStream_t s, int grid, size_t bytes, long iters) {
+    c.run = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t) {
       const int thr = rate ? threads : 1;
       launch(s, grid, thr, bytes, laps_for(grid, thr, bytes), iters);
       PERF_LAUNCHED(op.c_str());
     };
-    c.verify = [=](cudaStream_t s, int grid, size_t bytes, long iters, Checker& ch) {
+    c.verify = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t, Checker& ch) {
       const int thr = rate ? threads : 1;
       const size_t n = covered(grid, thr, bytes, iters);
       ch.pattern(peer_dst, n, seed, s);

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The benchmark suite's scripts on made-up rows: merge.py pools the launches of one
+measurement and recomputes every figure from the pool; compare.py says which rows of two
+runs agree. Standard library only (no GPU, no matplotlib)."""
+import csv
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PERF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "perf")
+FIELDS = ("runtime,test,op,pes,sms,threads,bytes,iters,reps,time_us_min,time_us_median,"
+          "time_us_max,gbps_min,gbps_median,gbps_max,mops_median,ref_op,ref_gbps,ratio_to_ref,"
+          "ceiling_d2d_gbps,ceiling_peer_gbps,bytes_moved,check,time_us_samples").split(",")
+
+
+def row(op, sms, size, samples, ref="", check="ok", iters=10, msgs=1, test="bw", d2d=2000.0):
+    s = sorted(samples)
+    med = s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
+    per_iter = size * msgs
+    return {"runtime": "tmashmem", "test": test, "op": op, "pes": "2", "sms": str(sms),
+            "threads": "0" if sms == 0 else "1024", "bytes": str(size), "iters": str(iters),
+            "reps": str(len(s)), "time_us_min": "%.4f" % s[0], "time_us_median": "%.4f" % med,
+            "time_us_max": "%.4f" % s[-1], "gbps_min": "%.3f" % (per_iter / (s[-1] * 1e3)),
+            "gbps_median": "%.3f" % (per_iter / (med * 1e3)),
+            "gbps_max": "%.3f" % (per_iter / (s[0] * 1e3)), "mops_median": "%.4f" % (msgs / med),
+            "ref_op": ref, "ref_gbps": "0.000", "ratio_to_ref": "0.0000",
+            "ceiling_d2d_gbps": "%.3f" % d2d, "ceiling_peer_gbps": "0.000",
+            "bytes_moved": "%.0f" % (per_iter * iters), "check": check,
+            "time_us_samples": ";".join("%.4f" % x for x in samples)}
+
+
+def write(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return {(r["op"], r["sms"], r["bytes"]): r for r in csv.DictReader(f)}
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, os.path.join(PERF, script)] + list(args),
+                          check=True, capture_output=True, text=True).stdout
+
+
+class MergeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.rng = random.Random(os.getpid())
+
+    def times(self, lo, hi, n):  # as the CSV holds them (4 decimals)
+        return [round(self.rng.uniform(lo, hi), 4) for _ in range(n)]
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_pools_samples_and_recomputes_figures(self):
+        size = 1 << 20
+        launches = [self.times(1.0, 2.0, 5) for _ in range(3)]
+        ce = [self.times(2.0, 3.0, 5) for _ in range(3)]
+        raw = []
+        for i in range(3):
+            raw.append(row("memcpy_put", 0, size, ce[i], d2d=1000.0 * (i + 1)))
+            raw.append(row("smcopy_put", 132, size, launches[i], ref="memcpy_put",
+                           check="FAIL(3 bad)" if i == 1 else "ok"))
+        write(self.path("raw.csv"), raw)
+        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        m = read(self.path("merged.csv"))
+        self.assertEqual(len(m), 2)
+        sm = m[("smcopy_put", "132", str(size))]
+        pool = sorted(x for l in launches for x in l)
+        self.assertEqual(sm["reps"], "15")
+        self.assertAlmostEqual(float(sm["time_us_min"]), pool[0], places=3)
+        self.assertAlmostEqual(float(sm["time_us_median"]), pool[7], places=3)
+        self.assertAlmostEqual(float(sm["time_us_max"]), pool[-1], places=3)
+        self.assertAlmostEqual(float(sm["gbps_median"]), size / (pool[7] * 1e3), delta=0.01)
+        self.assertAlmostEqual(float(sm["gbps_min"]), size / (pool[-1] * 1e3), delta=0.01)
+        self.assertEqual(len(sm["time_us_samples"].split(";")), 15)
+        self.assertEqual(sm["check"], "FAIL(3 bad)")  # a failure in any launch stays
+        ce_pool = sorted(x for l in ce for x in l)
+        ce_gbps = size / (ce_pool[7] * 1e3)
+        self.assertAlmostEqual(float(sm["ref_gbps"]), ce_gbps, delta=0.01)
+        self.assertAlmostEqual(float(sm["ratio_to_ref"]), (size / (pool[7] * 1e3)) / ce_gbps,
+                               delta=1e-3)
+        self.assertEqual(m[("memcpy_put", "0", str(size))]["ceiling_d2d_gbps"], "2000.000")
+
+    def test_message_rows_keep_messages_per_iteration(self):
+        a = self.times(0.5, 0.6, 4)
+        b = self.times(0.5, 0.6, 4)
+        msgs = 132 * 1024
+        write(self.path("raw.csv"), [row("put", 132, 8, a, test="msg_rate", msgs=msgs),
+                                     row("put", 132, 8, b, test="msg_rate", msgs=msgs)])
+        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        r = read(self.path("merged.csv"))[("put", "132", "8")]
+        med = sorted(a + b)
+        med = 0.5 * (med[3] + med[4])
+        self.assertAlmostEqual(float(r["mops_median"]), msgs / med, delta=1e-2 * msgs / med)
+        self.assertAlmostEqual(float(r["gbps_median"]), 8 * msgs / (med * 1e3), delta=0.01)
+
+
+class CompareTest(unittest.TestCase):
+    def test_overlapping_and_disjoint_spreads(self):
+        d = tempfile.mkdtemp()
+        for name, t in (("a", (1.0, 1.1, 1.2)), ("b", (1.15, 1.2, 1.3))):
+            os.makedirs(os.path.join(d, name))
+            write(os.path.join(d, name, "perf_tmashmem.csv"),
+                  [row("smcopy_put", 132, 4096, list(t)),
+                   row("tile_put", 132, 4096, [x * (1.5 if name == "b" else 1.0) for x in t])])
+        out = run("compare.py", os.path.join(d, "a"), os.path.join(d, "b"))
+        self.assertIn("spreads overlap for 1 of 2 rows", out)
+        self.assertIn("tile_put", out.split("do not overlap")[1])
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed, %d skipped" %
+          (result.testsRun - failed - len(result.skipped), failed, len(result.skipped)))
+    sys.exit(1 if failed or not result.testsRun else 0)
