@@ -238,12 +238,13 @@ inline int run_messages(const Options& opt, Report& report, const std::vector<Ca
 // An operation timed inside one kernel that runs on several PEs at once (ping-pong,
 // barrier): per-iteration stamps, median per iteration.
 // Ping-pong signal slots: repetition r of a ping-pong waits on slot r % kPingFlagSlots.
-// Where a flag lands in the L2 moves a round trip by up to ~10% on an H200, and a run
-// that used one address for every repetition reported a spread narrower than the
-// difference between two runs; rotating the address puts that variation inside the
-// reported spread. Slots are kPingFlagStride bytes apart (not a power of two, so they
-// differ in many address bits).
-constexpr int kPingFlagSlots = 8;
+// Where a flag lands in the L2, relative to the SMs the two kernels run on, moves a
+// one-thread round trip between ~0.60 and ~0.94 us on an H200 (two modes, both runtimes
+// alike), and a run that used one address for every repetition reported a spread
+// narrower than the difference between two runs; rotating the address puts that
+// variation inside the reported spread. Slots are kPingFlagStride bytes apart (not a
+// power of two, so they differ in many address bits).
+constexpr int kPingFlagSlots = 16;
 constexpr size_t kPingFlagStride = 4096 + 256;
 constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
 inline uint64_t* ping_flag(uint64_t* flags, int rep) {

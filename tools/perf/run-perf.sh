@@ -99,8 +99,9 @@ both() {
   done
 }
 # Round trips and device barriers.
-# Repetitions: 8 = every ping-pong flag slot, and every buffer slot twice (perf_driver.cuh).
-both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 8
+# Repetitions (perf_driver.cuh): ping-pong 16 = every flag slot; bandwidth and message
+# rate 8 = every buffer slot twice.
+both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 16
 for np in 1 2 4; do
   both "barrier.np$np" "$np" barrier -r 5
 done
