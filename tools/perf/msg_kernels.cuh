@@ -122,6 +122,7 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
   }
   if (threadIdx.x == 0) {
     if (initiator && !failed) perf::stamp_end(stamps, iters);
+    perf::stamp_sm(stamps, iters);
     if (failed) *error = failed;
   }
 }

@@ -223,7 +223,9 @@ __host__ __device__ constexpr bool ping_carries_data(PingOp op) {
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() readings at the
 // iteration boundaries; stamps[n+1] and stamps[n+2] the global timer (ns) read next
 // to stamps[0] and stamps[n], which converts cycles to nanoseconds over the whole
-// run (the global timer's tick can be coarser than one round trip).
+// run (the global timer's tick can be coarser than one round trip); stamps[n+3] is
+// 1 + the SM the kernel's timing thread ran on (0: not recorded), on every PE.
+inline size_t stamp_words(long n) { return size_t(n) + 4; }
 __device__ __forceinline__ uint64_t global_timer() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -241,6 +243,13 @@ __device__ __forceinline__ void stamp_iteration(uint64_t* stamps, long i) {
 
 __device__ __forceinline__ void stamp_end(uint64_t* stamps, long n) {
   stamps[n + 2] = global_timer();
+}
+
+// Where this thread runs: a one-thread round trip's time depends on it (perf_driver.cuh).
+__device__ __forceinline__ void stamp_sm(uint64_t* stamps, long n) {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  stamps[n + 3] = uint64_t(sm) + 1;
 }
 
 // Median and mean per iteration, in microseconds, from a stamps array of n iterations.

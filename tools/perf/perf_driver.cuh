@@ -257,7 +257,7 @@ struct StampCase {
   int ctas = 1, threads = 1;
   bool participates = true;  // this rank launches a kernel
   // Enqueues repetition `rep` of the kernel: `warmup` untimed then `iters` timed
-  // iterations, values starting after `base`; rank 0's stamps (iters + 3 words) and an
+  // iterations, values starting after `base`; this rank's stamps (stamp_words(iters)) and an
   // error word.
   std::function<void(cudaStream_t, int rep, long warmup, long iters, uint64_t base,
                      uint64_t* stamps, int* error)>
@@ -279,18 +279,20 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
   PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   uint64_t* stamps = nullptr;
   int* error = nullptr;
-  PERF_CUDA(cudaMalloc(&stamps, sizeof(uint64_t) * size_t(iters + 3)));
+  PERF_CUDA(cudaMalloc(&stamps, sizeof(uint64_t) * stamp_words(iters)));
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
-  std::vector<uint64_t> host(size_t(iters + 3));
+  std::vector<uint64_t> host(stamp_words(iters));
   int failures = 0;
   for (const StampCase& c : cases) {
     if (!opt.want(c.op)) continue;
     std::vector<double> medians, means;
+    std::string placement;  // the SM of each PE's timing thread, per repetition
+    bool placed = false;
     int errors = 0;
     for (int r = 0; r < opt.reps; ++r) {
       int err = 0;
       PERF_CUDA(cudaMemsetAsync(error, 0, sizeof(int), stream));
-      PERF_CUDA(cudaMemsetAsync(stamps, 0, sizeof(uint64_t) * size_t(iters + 3), stream));
+      PERF_CUDA(cudaMemsetAsync(stamps, 0, sizeof(uint64_t) * stamp_words(iters), stream));
       sync_stream(stream, opt.timeout_s, c.op + " setup");
       MPI_Barrier(MPI_COMM_WORLD);  // every kernel starts at about the same time
       if (c.participates) {
@@ -311,10 +313,19 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
         // Timed-out waits leave signals inconsistent; stop this case here.
         break;
       }
+      unsigned long long sm = c.participates ? host[size_t(iters) + 3] : 0;
+      std::vector<unsigned long long> sms(static_cast<size_t>(mpi_size()), 0);
+      MPI_Gather(&sm, 1, MPI_UNSIGNED_LONG_LONG, sms.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
+                 MPI_COMM_WORLD);
       if (mpi_rank() == 0) {
         const IterationTimes t = iteration_times(host, iters);
         medians.push_back(t.median_us);
         means.push_back(t.mean_us);
+        placement += r ? " " : "";
+        for (size_t p = 0; p < sms.size(); ++p) {
+          placement += std::string(p ? "/" : "") + (sms[p] ? std::to_string(sms[p] - 1) : "-");
+          placed = placed || sms[p] != 0;
+        }
       }
     }
     unsigned long long bad = 0;
@@ -342,6 +353,9 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
     if (mpi_rank() == 0 && !means.empty())
       std::printf("  %10s %-16s mean per iteration %.3f us (median over repetitions)\n", "",
                   c.op.c_str(), spread_of(means).median);
+    if (mpi_rank() == 0 && placed)
+      std::printf("  %10s %-16s SM of PE 0/1/... per repetition: %s\n", "", c.op.c_str(),
+                  placement.c_str());
     if (errors || bad) ++failures;
     if (errors) break;  // the signals and barrier counters are no longer consistent
   }

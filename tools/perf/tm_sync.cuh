@@ -104,7 +104,7 @@ inline int test_barrier(const Options& opt, Report& report, int device_sms) {
   int* verify_error = nullptr;
   PERF_CUDA(cudaMalloc(&verify_error, sizeof(int)));
   uint64_t* verify_stamps = nullptr;
-  PERF_CUDA(cudaMalloc(&verify_stamps, sizeof(uint64_t) * size_t(iters + 3)));
+  PERF_CUDA(cudaMalloc(&verify_stamps, sizeof(uint64_t) * stamp_words(iters)));
 
   // Cooperative launch: the runtime checks that every CTA of the grid is resident. Where
   // it is refused, an ordinary launch (at most one 32-thread CTA per SM is always

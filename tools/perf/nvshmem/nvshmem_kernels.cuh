@@ -144,6 +144,7 @@ __global__ void pingpong_kernel(char* buf, char* src, size_t bytes, uint64_t* fl
   }
   if (threadIdx.x == 0) {
     if (initiator && !failed) perf::stamp_end(stamps, iters);
+    perf::stamp_sm(stamps, iters);
     if (failed) *error = failed;
   }
 }

@@ -370,7 +370,7 @@ int test_barrier(const Options& opt, Report& report) {
   int* verify_error = nullptr;
   PERF_CUDA(cudaMalloc(&verify_error, sizeof(int)));
   uint64_t* verify_stamps = nullptr;
-  PERF_CUDA(cudaMalloc(&verify_stamps, sizeof(uint64_t) * size_t(iters + 3)));
+  PERF_CUDA(cudaMalloc(&verify_stamps, sizeof(uint64_t) * stamp_words(iters)));
   auto launch = [=](const void* kernel, cudaStream_t s, uint64_t base, long warmup, long n_iters,
                     uint64_t* stamps, int* error) {
     uint64_t* m = marks;
