@@ -19,12 +19,12 @@
 namespace perf {
 
 // Where repetition r of a case puts its data. Where a buffer lands in the L2 (and in
-// which physical pages) moves an L2-resident copy or an 8-deep tile stream by up to ~20%
-// on an H200; a run that used one address for every repetition reported a spread
-// narrower than the difference between two runs. Rotating over kSlots placements, each
-// in other 2 MiB pages and at another offset inside its page, puts that variation inside
-// the reported spread. Footprints above kSlotMaxBytes (DRAM-bound, and two runs agree
-// there) stay at offset 0.
+// which physical pages) moves an L2-resident copy by up to ~10% and the tile message
+// rate by up to ~30% on an H200; a run that used one address for every repetition
+// reported a spread narrower than the difference between two runs. Rotating over kSlots placements,
+// each in other 2 MiB pages and at another offset inside its page, puts that variation inside the
+// reported spread. Footprints above kSlotMaxBytes (DRAM-bound, and two runs agree there) stay at
+// offset 0.
 constexpr int kSlots = 4;
 constexpr size_t kSlotMaxBytes = size_t(16) << 20;
 inline size_t slot_stride(size_t footprint) {
@@ -74,6 +74,20 @@ struct Case {
     return footprint ? slot_offset(footprint(bytes), rep) : 0;
   }
 };
+
+// Makes `dst` (this PE's buffer or a peer's mapping of one) a bandwidth case's
+// destination: before every repetition its `bytes` and the `guard` bytes after them are
+// poisoned, after it they must hold the pattern for *seed (the current size's, read when
+// the check is enqueued) and the poison, at the repetition's offset.
+inline void use_destination(Case& c, char* dst, const uint64_t* seed, size_t guard) {
+  c.prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
+    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + guard, s));
+  };
+  c.verify = [=](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& ch) {
+    ch.pattern(dst + o, bytes, *seed, s);
+    ch.bytes_equal(dst + o + bytes, guard, kPoison, s);
+  };
+}
 
 struct Measured {
   Spread time_us;               // per iteration

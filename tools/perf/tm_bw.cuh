@@ -91,22 +91,6 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   set_smem(reinterpret_cast<const void*>(perf_tm::tile_copy_kernel), tile_smem, "tile copy");
   const uint64_t timeout_ns = opt.timeout_ns();
 
-  // Put: local src -> PE pe's dst. Get: PE pe's src -> local dst.
-  // Every buffer is used at the repetition's slot offset `o`.
-  auto put_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, bytes + kGuard, s));
-  };
-  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
-    c.pattern(peer_dst + o, bytes, seed, s);
-    c.bytes_equal(peer_dst + o + bytes, kGuard, kPoison, s);
-  };
-  auto get_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + kGuard, s));
-  };
-  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
-    c.pattern(dst + o, bytes, seed, s);
-    c.bytes_equal(dst + o + bytes, kGuard, kPoison, s);
-  };
   auto with_error_check = [&](Case c) {
     auto inner = c.verify;
     c.verify = [inner, error, &opt, name = c.op](cudaStream_t s, int ctas, size_t bytes, long iters,
@@ -133,13 +117,9 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     c.threads = thr;
     c.footprint = [](size_t bytes) { return bytes; };
     c.run = std::move(run);
-    if (is_put) {
-      c.prepare = put_prepare;
-      c.verify = put_verify;
-    } else {
-      c.prepare = get_prepare;
-      c.verify = get_verify;
-    }
+    // Put: local src -> PE pe's dst; get: PE pe's src -> local dst. Every buffer is used
+    // at the repetition's slot offset (the runs' `o`).
+    use_destination(c, is_put ? peer_dst : dst, &seed, kGuard);
     cases.push_back(std::move(c));
   };
   // References: the copy engine through the peer mapping, and tmashmem's on-stream copy.

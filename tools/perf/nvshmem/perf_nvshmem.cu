@@ -93,21 +93,6 @@ int test_bw(const Options& opt, Report& report, int device_sms) {
   uint64_t seed = seed0;
   const int threads = opt.threads;
 
-  // Every buffer is used at the repetition's slot offset `o`.
-  auto put_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, bytes + kGuard, s));
-  };
-  auto put_verify = [&, peer_dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
-    c.pattern(peer_dst + o, bytes, seed, s);
-    c.bytes_equal(peer_dst + o + bytes, kGuard, kPoison, s);
-  };
-  auto get_prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + kGuard, s));
-  };
-  auto get_verify = [&, dst](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& c) {
-    c.pattern(dst + o, bytes, seed, s);
-    c.bytes_equal(dst + o + bytes, kGuard, kPoison, s);
-  };
   std::vector<Case> cases;
   auto add = [&](const std::string& op, const std::string& ref, bool uses_sms, bool is_put,
                  std::function<void(cudaStream_t, int, size_t, long, size_t)> run) {
@@ -118,13 +103,9 @@ int test_bw(const Options& opt, Report& report, int device_sms) {
     c.threads = uses_sms ? threads : 0;
     c.footprint = [](size_t bytes) { return bytes; };
     c.run = std::move(run);
-    if (is_put) {
-      c.prepare = put_prepare;
-      c.verify = put_verify;
-    } else {
-      c.prepare = get_prepare;
-      c.verify = get_verify;
-    }
+    // Put: local src -> PE pe's dst; get: PE pe's src -> local dst. Every buffer is used
+    // at the repetition's slot offset (the runs' `o`).
+    use_destination(c, is_put ? peer_dst : dst, &seed, kGuard);
     if (!uses_sms) c.max_iters = 200;
     cases.push_back(std::move(c));
   };
