@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -426,6 +428,43 @@ inline Ceilings measure_ceilings(size_t bytes, int reps, double timeout_s) {
   c.peer_gbps = v[1];
   return c;
 }
+
+// Device memory this process holds from before the runtime creates its heap until it
+// exits: a random 0..31 pages of 2 MiB, so that each launch's heap lands on other
+// physical pages. Without it, launches of one test in a row got the same pages (per-slot
+// times equal to 0.01 us from launch to launch) and their pooled spread missed what
+// differed between two runs. PERF_PLACEMENT_SHIFT=0 turns it off. Construct after
+// selecting the device, before the runtime's init.
+class PlacementShift {
+ public:
+  PlacementShift() {
+    const char* env = std::getenv("PERF_PLACEMENT_SHIFT");
+    if (env && std::string(env) == "0") return;
+    pages_ = std::random_device{}() % 32;
+    if (pages_) PERF_CUDA(cudaMalloc(&held_, pages_ << 21));
+  }
+  ~PlacementShift() {
+    if (held_) cudaFree(held_);
+  }
+  PlacementShift(const PlacementShift&) = delete;
+  PlacementShift& operator=(const PlacementShift&) = delete;
+  size_t pages() const { return pages_; }
+  // Rank 0 prints every PE's page count. COLLECTIVE.
+  void print() const {
+    unsigned long long mine = pages_;
+    std::vector<unsigned long long> all(static_cast<size_t>(mpi_size()), 0);
+    MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
+               MPI_COMM_WORLD);
+    if (mpi_rank() != 0) return;
+    std::printf("# placement shift: 2 MiB pages held before init, per PE:");
+    for (unsigned long long n : all) std::printf(" %llu", n);
+    std::printf("\n");
+  }
+
+ private:
+  size_t pages_ = 0;
+  void* held_ = nullptr;
+};
 
 // A seed every rank agrees on, different in every run.
 inline uint64_t run_seed() {

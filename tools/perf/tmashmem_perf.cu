@@ -36,11 +36,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   select_device("tmashmem");
+  const PlacementShift shift;  // before init: the heap's physical pages differ per launch
   tm_check(tmashmem_init(), "tmashmem_init");
   const int device_sms = device_sm_count();
   Report report("tmashmem", opt);
   const Ceilings ceil = measure_ceilings(size_t(256) << 20, opt.reps, opt.timeout_s);
   report.set_ceiling(ceil.d2d_gbps, ceil.peer_gbps);
+  shift.print();
 
   int failures = 0;
   const bool all = opt.test == "all";

@@ -416,6 +416,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   select_device("nvshmem");
+  const PlacementShift shift;  // before init: the heap's physical pages differ per launch
   const int rank = mpi_rank(), size = mpi_size();
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
   if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) die("nvshmemx_get_uniqueid failed");
@@ -430,6 +431,7 @@ int main(int argc, char** argv) {
   Report report("nvshmem", opt);
   const Ceilings ceil = measure_ceilings(size_t(256) << 20, opt.reps, opt.timeout_s);
   report.set_ceiling(ceil.d2d_gbps, ceil.peer_gbps);
+  shift.print();
 
   int failures = 0;
   const bool all = opt.test == "all";
