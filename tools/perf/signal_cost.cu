@@ -27,7 +27,10 @@ using tmashmem::SignalOp;
 enum class Send {
   LibRelease,
   LibRelaxed,
+  LibRelaxedGpu,  // the library's relaxed update with its scope fixed at compile time
+  LibRelaxedSys,
   StRelaxedGpu,
+  StRelaxedSys,
   StVolatile,
   FenceThenStRelaxed,
   StReleaseSys
@@ -41,6 +44,8 @@ enum class Wait {
   AcquireSysPoll,         // ld.acquire.sys
   LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx's scope, no clock
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
+  LibGpuForever,          // the library's wait with its scope fixed at compile time: GPU
+  LibSysForever,          // ... system
 };
 
 __device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
@@ -77,8 +82,17 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
       case Send::LibRelaxed:
         tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
         break;
+      case Send::LibRelaxedGpu:
+        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, true);
+        break;
+      case Send::LibRelaxedSys:
+        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, false);
+        break;
       case Send::StRelaxedGpu:
         tmashmem::detail::st_relaxed_gpu(remote, v);
+        break;
+      case Send::StRelaxedSys:
+        tmashmem::detail::st_relaxed_sys(remote, v);
         break;
       case Send::StVolatile:
         st_volatile(remote, v);
@@ -121,6 +135,14 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         break;
       case Wait::LibCtxForever:
         ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
+        break;
+      case Wait::LibGpuForever:
+        ok =
+            tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, true) == tmashmem::Status::Ok;
+        break;
+      case Wait::LibSysForever:
+        ok = tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, false) ==
+             tmashmem::Status::Ok;
         break;
       case Wait::AcquireGpuPollChecked: {
         uint64_t seen;
@@ -191,6 +213,15 @@ const Variant kVariants[] = {
     {"fence.acq_rel.gpu + st.relaxed.gpu + acquire poll",
      launch<Send::FenceThenStRelaxed, Wait::AcquireGpuPoll>},
     {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
+    {"st.relaxed.sys + ld.acquire.sys poll", launch<Send::StRelaxedSys, Wait::AcquireSysPoll>},
+    {"st.relaxed.sys + signal_wait_until", launch<Send::StRelaxedSys, Wait::LibForever>},
+    {"relaxed update, GPU scope fixed + wait, GPU scope fixed",
+     launch<Send::LibRelaxedGpu, Wait::LibGpuForever>},
+    {"relaxed update, sys scope fixed + wait, sys scope fixed",
+     launch<Send::LibRelaxedSys, Wait::LibSysForever>},
+    {"signal_op_relaxed + wait, GPU scope fixed", launch<Send::LibRelaxed, Wait::LibGpuForever>},
+    {"relaxed update, GPU scope fixed + signal_wait_until",
+     launch<Send::LibRelaxedGpu, Wait::LibForever>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
      launch<Send::LibRelaxed, Wait::LibTimeout, true>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(ctx)",
@@ -230,25 +261,30 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  auto* flag = static_cast<uint64_t*>(tmashmem_calloc(1, sizeof(uint64_t)));
+  // Repetition r of every variant waits on flag slot r: each variant sees the same 7 flag
+  // placements (where a flag sits in the L2 moves a round trip; perf_driver.cuh).
+  constexpr int kReps = 7;
+  constexpr size_t kSlotWords = (4096 + 256) / sizeof(uint64_t);
+  auto* flags = static_cast<uint64_t*>(tmashmem_calloc(kReps * kSlotWords, sizeof(uint64_t)));
   tmashmem_ctx_t ctx;
   unsigned long long* elapsed = nullptr;
   int* error = nullptr;
-  bool ok = flag != nullptr && tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS &&
+  bool ok = flags != nullptr && tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS &&
             cuda_ok(cudaMalloc(&elapsed, 1025 * sizeof *elapsed), "cudaMalloc") &&
             cuda_ok(cudaMalloc(&error, sizeof *error), "cudaMalloc") &&
             cuda_ok(cudaMemset(error, 0, sizeof *error), "cudaMemset");
   if (me == 0)
     std::printf(
-        "signal round trip, PE 0 <-> PE 1, one thread each, %ld rounds x 7 repetitions "
-        "(one_gpu flag %d)\n%-52s %9s %9s %9s  (us per round trip)\n",
-        iters, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0, "send + wait", "min", "median", "max");
+        "signal round trip, PE 0 <-> PE 1, one thread each, %ld rounds x %d repetitions, one "
+        "flag address per repetition (one_gpu flag %d)\n%-52s %9s %9s %9s  (us per round trip)\n",
+        iters, kReps, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0, "send + wait", "min", "median",
+        "max");
   uint64_t base = 0;
   for (const Variant& v : kVariants) {
     std::vector<double> us;
-    for (int rep = 0; rep < 7 && ok; ++rep) {
+    for (int rep = 0; rep < kReps && ok; ++rep) {
       ok &= tmashmem_barrier_all() == TMASHMEM_SUCCESS;
-      v.launch(ctx, flag, base, iters, 1 - me, me == 0, elapsed, error);
+      v.launch(ctx, flags + size_t(rep) * kSlotWords, base, iters, 1 - me, me == 0, elapsed, error);
       ok &= cuda_ok(cudaGetLastError(), v.name) && cuda_ok(cudaDeviceSynchronize(), v.name);
       base += uint64_t(iters);
       unsigned long long ns = 0;
@@ -270,7 +306,7 @@ int main(int argc, char** argv) {
   int all_ok = ok ? 1 : 0, agreed = 0;
   MPI_Allreduce(&all_ok, &agreed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (me == 0) std::printf("%s\n", agreed ? "all round trips checked" : "FAILED");
-  tmashmem_free(flag);
+  tmashmem_free(flags);
   cudaFree(elapsed);
   cudaFree(error);
   tmashmem_finalize();

@@ -68,7 +68,7 @@ __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, 
                                                 unsigned lanes, Deadline& deadline) {
   tmashmem_signal_pad_t* pad = signal_pad(ctx);
   const int me = ctx.my_pe;
-  // When every PE runs on this GPU, GPU scope covers every observer (signal.cuh).
+  // When every PE runs on this GPU, a GPU-scope release covers every observer (signal.cuh).
   const bool gpu_scope = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0;
   for (int q = static_cast<int>(lane); q < ctx.n_pes; q += static_cast<int>(lanes)) {
     if (q == me) continue;
@@ -82,7 +82,8 @@ __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, 
   for (int q = static_cast<int>(lane); q < ctx.n_pes && ok; q += static_cast<int>(lanes)) {
     if (q == me) continue;
     const uint64_t* slot = &pad->barrier_epoch[q];
-    while ((gpu_scope ? ld_acquire_gpu(slot) : ld_acquire_sys(slot)) < epoch) {
+    // The acquire poll is system scope always: as cheap as GPU scope (signal.cuh).
+    while (ld_acquire_sys(slot) < epoch) {
       if (deadline.expired()) {
         ok = false;
         break;
