@@ -53,15 +53,17 @@ __global__ void msg_kernel(const __grid_constant__ Ctx ctx, char* dst, char* raw
 // base + i + 1 (perf::PingOp): a bare signal_op, or signal_op_relaxed (which orders
 // nothing, like NVSHMEM's nvshmemx_signal_op), or a put_signal of `bytes` from one
 // thread or from the whole block, whose first and last words carry the value (the
-// receiver checks both after its acquire). Waits are bounded by timeout_ns; *error = 1
-// on a timeout, 2 on wrong data. The initiator stamps every timed round trip.
+// receiver checks both after its acquire). With kBounded, waits are bounded by
+// timeout_ns (*error = 1 on a timeout); without, they wait forever, like NVSHMEM's
+// nvshmem_signal_wait_until (the host watchdog ends a hung run). *error = 2 on wrong
+// data. The initiator stamps every timed round trip.
 //
 // Thread-scope rounds run in a one-thread CTA and keep their status in a register;
 // only the block-scope round shares it through shared memory and __syncthreads (a
 // shared-memory round trip on the critical path costs about 0.04 us per wait on an
 // H200: tmashmem-signal-cost, "acquire poll, checked"). perf_nv::pingpong_kernel has
 // the same structure.
-template <perf::PingOp kOp>
+template <perf::PingOp kOp, bool kBounded = true>
 __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char* src, size_t bytes,
                                 uint64_t* flag, uint64_t base, long warmup, long iters, int peer,
                                 int initiator, uint64_t timeout_ns, uint64_t* stamps, int* error) {
@@ -77,8 +79,9 @@ __global__ void pingpong_kernel(const __grid_constant__ Ctx ctx, char* buf, char
   int failed = 0;  // thread 0's status (every thread's, for kBlock)
   auto receive = [&](uint64_t v) {
     if (threadIdx.x == 0) {
-      if (tmashmem::signal_wait_until(ctx, flag, tmashmem::Cmp::GE, v, timeout_ns, peer) !=
-          tmashmem::Status::Ok)
+      // A literal 0 lets the compiler drop the deadline from the poll loop.
+      if (tmashmem::signal_wait_until(ctx, flag, tmashmem::Cmp::GE, v, kBounded ? timeout_ns : 0,
+                                      peer) != tmashmem::Status::Ok)
         failed = 1;
       else if (kData) {
         const uint64_t first = in[0], final_word = in[last];  // both loads in flight at once

@@ -35,6 +35,7 @@ COLORS = {"tile": "tab:red", "nbi": "tab:orange", "block": "tab:blue", "smcopy":
           "memcpy": "black", "on_stream": "tab:gray", "raw_st": "tab:gray", "p": "tab:purple",
           "put": "tab:blue", "put_signal": "tab:orange", "tile_put": "tab:red",
           "signal": "tab:green", "signal_relaxed": "tab:olive",
+          "signal_relaxed_timeout": "tab:cyan",
           "put_signal_thread": "tab:brown", "barrier_all": "tab:blue", "sync_all": "tab:orange"}
 
 
@@ -408,6 +409,7 @@ def summary(rows, out):
     pp_nv = find(rows, runtime="nvshmem", test="pingpong", op="signal")
     pp_rel = find(rows, runtime="tmashmem", test="pingpong", op="signal_relaxed")
     pp_tm = find(rows, runtime="tmashmem", test="pingpong", op="signal")
+    pp_rel_t = find(rows, runtime="tmashmem", test="pingpong", op="signal_relaxed_timeout")
     us = lambda r: "%.3f" % r["time_us_median"] if r else "n/a"
     if pp_tm or pp_nv or pp_rel:
         lines.append("signal ping-pong round trip (median): tmashmem signal_op_relaxed %s us, "
@@ -420,6 +422,11 @@ def summary(rows, out):
             lines.append("  (signal_op with release / nvshmem signal_op: %.3f, for reference)" %
                          (pp_tm["time_us_median"] / pp_nv["time_us_median"]))
         best_placement(lines, pp_rel, pp_nv, "signal_op_relaxed", "signal_op")
+        if pp_rel_t and pp_nv:
+            lines.append("  (signal_op_relaxed + signal_wait_until with a timeout: %.3f us, %.3f x "
+                         "nvshmem signal_op, whose wait has none)" %
+                         (pp_rel_t["time_us_median"],
+                          pp_rel_t["time_us_median"] / pp_nv["time_us_median"]))
     # put_signal from one thread: both runtimes order the data before the signal.
     ps_tm = find(rows, runtime="tmashmem", test="pingpong", op="put_signal_thread")
     ps_nv = find(rows, runtime="nvshmem", test="pingpong", op="put_signal_thread")

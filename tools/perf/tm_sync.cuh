@@ -45,7 +45,7 @@ inline int test_pingpong(const Options& opt, Report& report) {
   const uint64_t timeout_ns = opt.timeout_ns();
 
   std::vector<StampCase> cases;
-  auto make = [&](const char* op, PingOp ping, size_t bytes, int threads) {
+  auto make = [&](const char* op, PingOp ping, size_t bytes, int threads, bool bounded = true) {
     StampCase c;
     c.op = op;
     c.bytes = bytes;
@@ -55,8 +55,10 @@ inline int test_pingpong(const Options& opt, Report& report) {
     c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
       uint64_t* flag = ping_flag(flags, rep);
-      auto kernel = ping == PingOp::Signal            ? pingpong_kernel<PingOp::Signal>
-                    : ping == PingOp::SignalRelaxed   ? pingpong_kernel<PingOp::SignalRelaxed>
+      auto kernel = ping == PingOp::Signal ? pingpong_kernel<PingOp::Signal>
+                    : ping == PingOp::SignalRelaxed
+                        ? (bounded ? pingpong_kernel<PingOp::SignalRelaxed>
+                                   : pingpong_kernel<PingOp::SignalRelaxed, false>)
                     : ping == PingOp::PutSignalThread ? pingpong_kernel<PingOp::PutSignalThread>
                                                       : pingpong_kernel<PingOp::PutSignalBlock>;
       kernel<<<1, threads, 0, s>>>(ctx, buf, src, bytes, flag, base, warmup, iters, peer, initiator,
@@ -66,15 +68,19 @@ inline int test_pingpong(const Options& opt, Report& report) {
     return c;
   };
   cases.push_back(make("signal", PingOp::Signal, 8, 1));
-  cases.push_back(make("signal_relaxed", PingOp::SignalRelaxed, 8, 1));
+  // Like for like with NVSHMEM's (whose wait has no timeout): signal_relaxed waits
+  // forever; signal_relaxed_timeout is the same round trip with the timeout.
+  cases.push_back(make("signal_relaxed", PingOp::SignalRelaxed, 8, 1, false));
+  cases.push_back(make("signal_relaxed_timeout", PingOp::SignalRelaxed, 8, 1));
   cases.push_back(make("put_signal_thread", PingOp::PutSignalThread, 8, 1));
   for (size_t bytes : sizes)
     cases.push_back(make("put_signal", PingOp::PutSignalBlock, bytes, opt.threads));
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip "
       "(signal: signal_op (release) + signal_wait_until; signal_relaxed: signal_op_relaxed + "
-      "signal_wait_until; put_signal_thread: put_signal from one thread; put_signal: "
-      "put_signal_block; each + signal_wait_until)");
+      "signal_wait_until without a timeout, like NVSHMEM's; signal_relaxed_timeout: with one; "
+      "put_signal_thread: put_signal from one thread; put_signal: put_signal_block; each + "
+      "signal_wait_until)");
   uint64_t base = 0;
   const long iters = opt.iters ? opt.iters : 1000;
   const long warmup = opt.warmup ? opt.warmup : 100;
