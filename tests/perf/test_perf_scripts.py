@@ -44,15 +44,19 @@ def read(path):
         return {(r["op"], r["sms"], r["bytes"]): r for r in csv.DictReader(f)}
 
 
-def run(script, *args):
+def run(script, *args, check=True):
     return subprocess.run([sys.executable, os.path.join(PERF, script)] + list(args),
-                          check=True, capture_output=True, text=True).stdout
+                          check=check, capture_output=True, text=True)
+
+
+# Fresh data every run; TMASHMEM_TEST_SEED=N replays one.
+SEED = int(os.environ.get("TMASHMEM_TEST_SEED", random.SystemRandom().randrange(1 << 32)))
 
 
 class MergeTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
-        self.rng = random.Random(os.getpid())
+        self.rng = random.Random(SEED)
 
     def times(self, lo, hi, n):  # as the CSV holds them (4 decimals)
         return [round(self.rng.uniform(lo, hi), 4) for _ in range(n)]
@@ -104,6 +108,39 @@ class MergeTest(unittest.TestCase):
         self.assertAlmostEqual(float(r["gbps_median"]), 8 * msgs / (med * 1e3), delta=0.01)
 
 
+    def test_reference_at_the_same_sm_count_first(self):
+        # p's reference is raw_st at the same SM count; a raw_st row at 0 SMs must not be
+        # taken (bandwidth rows fall back to the copy engine's, at 0 SMs).
+        fast, slow = self.times(0.5, 0.6, 4), self.times(5.0, 6.0, 4)
+        p = self.times(0.7, 0.8, 4)
+        write(self.path("raw.csv"), [row("raw_st", 0, 8, slow, test="msg_rate"),
+                                     row("raw_st", 132, 8, fast, test="msg_rate"),
+                                     row("p", 132, 8, p, ref="raw_st", test="msg_rate")])
+        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        m = read(self.path("merged.csv"))
+        self.assertEqual(m[("p", "132", "8")]["ref_gbps"],
+                         m[("raw_st", "132", "8")]["gbps_median"])
+
+    def test_rows_without_bytes_keep_their_rate(self):
+        a, b = self.times(2.0, 2.2, 5), self.times(2.0, 2.2, 5)
+        write(self.path("raw.csv"), [row("barrier_all", 1, 0, a, test="barrier"),
+                                     row("barrier_all", 1, 0, b, test="barrier")])
+        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        r = read(self.path("merged.csv"))[("barrier_all", "1", "0")]
+        med = sorted(a + b)
+        med = 0.5 * (med[4] + med[5])
+        self.assertAlmostEqual(float(r["time_us_median"]), med, places=3)
+        self.assertAlmostEqual(float(r["mops_median"]), 1.0 / med, delta=1e-3)
+
+    def test_launches_that_disagree_are_refused(self):
+        write(self.path("raw.csv"), [row("put", 132, 8, self.times(1, 2, 3), iters=10),
+                                     row("put", 132, 8, self.times(1, 2, 3), iters=20)])
+        done = run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"),
+                   check=False)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("disagree", done.stderr)
+
+
 class CompareTest(unittest.TestCase):
     def test_overlapping_and_disjoint_spreads(self):
         d = tempfile.mkdtemp()
@@ -112,12 +149,13 @@ class CompareTest(unittest.TestCase):
             write(os.path.join(d, name, "perf_tmashmem.csv"),
                   [row("smcopy_put", 132, 4096, list(t)),
                    row("tile_put", 132, 4096, [x * (1.5 if name == "b" else 1.0) for x in t])])
-        out = run("compare.py", os.path.join(d, "a"), os.path.join(d, "b"))
+        out = run("compare.py", os.path.join(d, "a"), os.path.join(d, "b")).stdout
         self.assertIn("spreads overlap for 1 of 2 rows", out)
         self.assertIn("tile_put", out.split("do not overlap")[1])
 
 
 if __name__ == "__main__":
+    print("test seed: TMASHMEM_TEST_SEED=%d" % SEED)
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)
     print("%d passed, %d failed, %d skipped" %

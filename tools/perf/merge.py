@@ -6,10 +6,12 @@ between repetitions inside one process.
 
     tools/perf/merge.py LAUNCHES.csv [...] --out MERGED.csv
 
-Rows with the same runtime, test, op, PEs, SMs, threads and size are one measurement; their
-per-repetition times (the time_us_samples column) are pooled, and min / median / max, GB/s,
-Mops/s and the ratio to the reference op are recomputed from the pool. A row fails its
-check if it failed in any launch. The output has the input's columns, in first-seen order.
+Rows with the same runtime, test, op, PEs, SMs, threads and size are one measurement, also
+when two tests measured it (the bandwidth size sweep and SM sweep both time 256 MiB at 16
+and 132 SMs); they must agree on iterations and bytes moved. Their per-repetition times
+(the time_us_samples column) are pooled, and min / median / max, GB/s, Mops/s and the
+ratio to the reference op are recomputed from the pool. A row fails its check if it failed
+in any launch. The output has the input's columns, in first-seen order.
 """
 import argparse
 import csv
@@ -31,19 +33,28 @@ def merge(rows):
         out["check"] = bad[0] if bad else rs[0]["check"]
         for k in ("ceiling_d2d_gbps", "ceiling_peer_gbps"):
             out[k] = "%.3f" % statistics.median(float(r[k]) for r in rs)
+        if any((r["iters"], r["bytes_moved"]) != (rs[0]["iters"], rs[0]["bytes_moved"])
+               for r in rs):
+            raise ValueError("merge.py: %s: launches disagree on iterations or bytes moved "
+                             "(%s); they are not one measurement" %
+                             (" ".join(key), ", ".join(r["iters"] for r in rs)))
         if samples:
             iters = int(rs[0]["iters"])
             per_iter_bytes = float(rs[0]["bytes_moved"]) / iters if iters else 0.0
             lo, med, hi = min(samples), statistics.median(samples), max(samples)
             gbps = lambda t: per_iter_bytes / (t * 1e3) if t > 0 else 0.0  # noqa: E731
+            # Messages per iteration: from the bytes where there are any, else from the
+            # first launch's Mops/s x time (rows of 0 bytes: barriers).
+            size = int(out["bytes"])
+            t0 = float(rs[0]["time_us_median"])
+            msgs = (per_iter_bytes / size if size else float(rs[0]["mops_median"]) * t0)
             out.update({
                 "reps": str(len(samples)),
                 "time_us_min": "%.4f" % lo, "time_us_median": "%.4f" % med,
                 "time_us_max": "%.4f" % hi,
                 "gbps_min": "%.3f" % gbps(hi), "gbps_median": "%.3f" % gbps(med),
                 "gbps_max": "%.3f" % gbps(lo),
-                "mops_median": "%.4f" % (per_iter_bytes / int(out["bytes"]) / med
-                                         if med > 0 and int(out["bytes"]) else 0.0),
+                "mops_median": "%.4f" % (msgs / med if med > 0 else 0.0),
                 "time_us_samples": ";".join("%.4f" % s for s in samples),
             })
         merged[key] = out
@@ -59,8 +70,11 @@ def merge(rows):
                 if k[4] == sms or (ref is None and k[4] == "0"):
                     ref = r
         if ref is not None and float(ref["gbps_median"]) > 0:
-            out["ref_gbps"] = ref["gbps_median"]
-            out["ratio_to_ref"] = "%.4f" % (float(out["gbps_median"]) / float(ref["gbps_median"]))
+            ref_gbps = float(ref["gbps_median"])
+        else:  # the reference was not in these files: the launches' own, median
+            ref_gbps = statistics.median(float(r["ref_gbps"]) for r in groups[key])
+        out["ref_gbps"] = "%.3f" % ref_gbps
+        out["ratio_to_ref"] = "%.4f" % (float(out["gbps_median"]) / ref_gbps if ref_gbps else 0.0)
     return list(merged.values())
 
 
@@ -77,10 +91,14 @@ def main():
             rows.extend(reader)
     if not rows:
         sys.exit("merge.py: no rows in %s" % " ".join(args.inputs))
+    try:
+        merged = merge(rows)
+    except ValueError as e:
+        sys.exit(str(e))
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()
-        w.writerows(merge(rows))
+        w.writerows(merged)
 
 
 if __name__ == "__main__":

@@ -151,6 +151,10 @@ inline int run_bandwidth(
     PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Checker check;
     for (size_t bytes : sizes) {
+      // The sources are filled at the slots of a `bytes` footprint: every case's must be so.
+      for (const Case& c : cases)
+        if (c.footprint && c.footprint(bytes) != bytes)
+          die(c.op + ": a bandwidth case's footprint must equal its size");
       for (int slot = 0; slot < kSlots; ++slot)
         if (slot == 0 || slot_offset(bytes, slot) != 0)
           fill_sources(stream, bytes, slot_offset(bytes, slot));

@@ -56,6 +56,10 @@ mps_start
 } >"$RESULTS/perf-machine.txt"
 
 LAUNCHES=${PERF_LAUNCHES:-3}
+if ! [[ "$LAUNCHES" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run-perf: PERF_LAUNCHES must be a positive integer; got '$LAUNCHES'" >&2
+  exit 2
+fi
 TM_CSV="$RESULTS/perf_tmashmem.csv"
 NV_CSV="$RESULTS/perf_nvshmem.csv"
 TM_RAW="$RESULTS/perf_tmashmem.launches.csv"
@@ -99,8 +103,9 @@ both() {
   done
 }
 # Round trips and device barriers.
-# Repetitions (perf_driver.cuh): ping-pong 16 = every flag slot; bandwidth and message
-# rate 8 = every buffer slot twice.
+# Repetitions (perf_driver.cuh): ping-pong 16 = every flag slot; bandwidth and the tile
+# message rate 8 = every buffer slot twice (the other message-rate kernels cycle through
+# their whole region instead).
 both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 16
 for np in 1 2 4; do
   both "barrier.np$np" "$np" barrier -r 5

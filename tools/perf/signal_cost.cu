@@ -42,7 +42,7 @@ enum class Wait {
   RelaxedPollFence,       // ld.relaxed.gpu until it holds, then fence.acq_rel.gpu
   VolatilePoll,           // ld.volatile until it holds: no ordering (NVSHMEM's wait)
   AcquireSysPoll,         // ld.acquire.sys
-  LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx's scope, no clock
+  LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx form, no clock
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
   LibGpuForever,          // the library's wait with its scope fixed at compile time: GPU
   LibSysForever,          // ... system

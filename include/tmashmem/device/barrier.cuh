@@ -36,10 +36,10 @@
 // new epoch (this PE's barrier count + 1) into barrier_epoch[my_pe] of every peer
 // (system-scope release stores, one lane per peer; GPU scope when every PE shares
 // this GPU) and waits until every peer's epoch in its own pad reached the same
-// value (acquire loads at the same scope). A grid of one block skips the arrival
-// count. It
-// then publishes the epoch as grid_generation (gpu-scope release), which the other
-// blocks of the PE are polling (gpu-scope acquire). Epochs compare with >=, so a
+// value (acquire loads at system scope, as cheap as GPU scope: signal.cuh). A grid
+// of one block skips the arrival count. It then publishes the epoch as
+// grid_generation (gpu-scope release), which the other blocks of the PE are polling
+// (gpu-scope acquire). Epochs compare with >=, so a
 // fast peer already announcing the next barrier does not confuse a slow one.
 #pragma once
 

@@ -157,7 +157,7 @@ __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig) {
 // (a counted loop, one counter update and back branch per poll, measured 0.15-0.2 us
 // slower per round trip than a bare poll loop on an H200: docs/performance.md). The
 // deadline is asked once per burst (it reads the clock only every 64th time). An
-// acquire load per poll: at GPU scope on an H200 it costs no more than a relaxed poll,
+// acquire load per poll: at system scope on an H200 it costs no more than a relaxed poll,
 // while a relaxed poll followed by an acquire fence adds the fence, about 0.3 us.
 constexpr int kPollBurst = 8;
 
