@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 
-KEY = ("runtime", "test", "op", "pes", "sms", "threads", "bytes")
+from merge import KEY  # what makes two rows one measurement
 
 
 def load(folder):

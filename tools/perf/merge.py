@@ -60,15 +60,15 @@ def merge(rows):
         merged[key] = out
     # The reference op's GB/s: the merged row of the same runtime, test, PEs and size,
     # at the same SM count, else the copy engine's (SMs 0).
+    by_point = {}  # (runtime, test, op, PEs, size) -> {SMs: row}
+    for k, r in merged.items():
+        by_point.setdefault((k[0], k[1], k[2], k[3], k[6]), {})[k[4]] = r
     for key, out in merged.items():
         if not out["ref_op"]:
             continue
         rt, test, _, pes, sms, _, size = key
-        ref = None
-        for k, r in merged.items():
-            if (k[0], k[1], k[2], k[3], k[6]) == (rt, test, out["ref_op"], pes, size):
-                if k[4] == sms or (ref is None and k[4] == "0"):
-                    ref = r
+        at = by_point.get((rt, test, out["ref_op"], pes, size), {})
+        ref = at.get(sms, at.get("0"))
         if ref is not None and float(ref["gbps_median"]) > 0:
             ref_gbps = float(ref["gbps_median"])
         else:  # the reference was not in these files: the launches' own, median

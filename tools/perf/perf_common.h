@@ -30,6 +30,14 @@ inline int mpi_size() {
   return s;
 }
 
+// Every rank's `mine`, on rank 0 (rank order; empty elsewhere). COLLECTIVE.
+inline std::vector<unsigned long long> gather_to_root(unsigned long long mine) {
+  std::vector<unsigned long long> all(mpi_rank() == 0 ? static_cast<size_t>(mpi_size()) : 0);
+  MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
+             MPI_COMM_WORLD);
+  return all;
+}
+
 // Ends the whole job: a benchmark that cannot go on must not leave a peer waiting.
 [[noreturn]] inline void die(const std::string& message) {
   std::fprintf(stderr, "[rank %d] tmashmem-perf: %s\n", mpi_rank(), message.c_str());
@@ -281,6 +289,11 @@ struct Row {
   double ref_gbps = 0;
   std::string check;  // "ok", "FAIL(<n> bad)", "n/a"
 
+  // Sets the repetitions' times and their min / median / max.
+  void set_samples(std::vector<double> samples) {
+    time_us = spread_of(samples);
+    samples_us = std::move(samples);
+  }
   double gbps(double t_us) const {
     return t_us > 0 ? static_cast<double>(bytes) * messages_per_iter / (t_us * 1e3) : 0;
   }

@@ -220,6 +220,20 @@ __host__ __device__ constexpr bool ping_carries_data(PingOp op) {
   return op == PingOp::PutSignalThread || op == PingOp::PutSignalBlock;
 }
 
+// Ping-pong signal slots: repetition r of a ping-pong waits on slot r % kPingFlagSlots.
+// Where a flag lands in the L2, relative to the SMs the two kernels run on, moves a
+// one-thread round trip between ~0.60 and ~0.94 us on an H200 (two modes, both runtimes
+// alike), and a run that used one address for every repetition reported a spread
+// narrower than the difference between two runs; rotating the address puts that
+// variation inside the reported spread. Slots are kPingFlagStride bytes apart (not a
+// power of two, so they differ in many address bits).
+constexpr int kPingFlagSlots = 16;
+constexpr size_t kPingFlagStride = 4096 + 256;
+constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
+inline uint64_t* ping_flag(uint64_t* flags, int rep) {
+  return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
+}
+
 // ---- in-kernel timestamps --------------------------------------------------------
 
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() readings at the
@@ -448,13 +462,9 @@ class PlacementShift {
   }
   PlacementShift(const PlacementShift&) = delete;
   PlacementShift& operator=(const PlacementShift&) = delete;
-  size_t pages() const { return pages_; }
   // Rank 0 prints every PE's page count. COLLECTIVE.
   void print() const {
-    unsigned long long mine = pages_;
-    std::vector<unsigned long long> all(static_cast<size_t>(mpi_size()), 0);
-    MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
-               MPI_COMM_WORLD);
+    const std::vector<unsigned long long> all = gather_to_root(pages_);
     if (mpi_rank() != 0) return;
     std::printf("# placement shift: 2 MiB pages held before init, per PE:");
     for (unsigned long long n : all) std::printf(" %llu", n);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,15 +22,17 @@ namespace perf {
 // Where repetition r of a case puts its data. Where a buffer lands in the L2 (and in
 // which physical pages) moves an L2-resident copy by up to ~10% and the tile message
 // rate by up to ~30% on an H200; a run that used one address for every repetition
-// reported a spread narrower than the difference between two runs. Rotating over kSlots placements,
-// each in other 2 MiB pages and at another offset inside its page, puts that variation inside the
-// reported spread. Footprints above kSlotMaxBytes (DRAM-bound, and two runs agree there) stay at
-// offset 0.
+// reported a spread narrower than the difference between two runs. Rotating over
+// kSlots placements, each in other 2 MiB pages and at another offset inside its page,
+// puts that variation inside the reported spread. Footprints above kSlotMaxBytes
+// (DRAM-bound, and two runs agree there) stay at offset 0. Offsets are multiples of
+// kSlotAlign.
 constexpr int kSlots = 4;
 constexpr size_t kSlotMaxBytes = size_t(16) << 20;
+constexpr size_t kSlotAlign = 4096;
 inline size_t slot_stride(size_t footprint) {
-  constexpr size_t kPage = size_t(2) << 20, kSlack = 64 * 1024, kShift = 68 * 1024;
-  return (footprint + kSlack + kPage - 1) / kPage * kPage + kShift;  // a multiple of 4 KiB
+  constexpr size_t kPage = size_t(2) << 20, kSlack = 64 * 1024, kShift = 17 * kSlotAlign;  // 68 KiB
+  return (footprint + kSlack + kPage - 1) / kPage * kPage + kShift;
 }
 inline size_t slot_offset(size_t footprint, int rep) {
   return footprint > kSlotMaxBytes ? 0 : size_t(rep % kSlots) * slot_stride(footprint);
@@ -90,8 +93,7 @@ inline void use_destination(Case& c, char* dst, const uint64_t* seed, size_t gua
 }
 
 struct Measured {
-  Spread time_us;               // per iteration
-  std::vector<double> samples;  // per iteration, one per repetition, in order
+  std::vector<double> samples;  // time per iteration (us), one per repetition, in order
   unsigned long long bad = 0;
 };
 
@@ -130,15 +132,14 @@ inline Measured measure(const Case& c, cudaStream_t stream, int ctas, size_t byt
     per_iter_us.push_back(ms * 1e3 / static_cast<double>(iters));
   }
   Measured m;
-  m.time_us = spread_of(per_iter_us);
-  m.samples = per_iter_us;
+  m.samples = std::move(per_iter_us);
   m.bad = check.take(stream, timeout_s);
   return m;
 }
 
 // Bandwidth: every size, every CTA count; copy-engine cases once per size. Rank 0
-// measures; the other ranks wait (their memory is the target). `fill_sources` is
-// called for every slot offset of a `bytes` footprint (the bandwidth cases' footprint).
+// measures; the other ranks wait (their memory is the target). `fill_sources` writes
+// `bytes` of source at every offset a case uses at that size.
 // Returns rank 0's failures on every rank.
 inline int run_bandwidth(
     const Options& opt, Report& report, const std::vector<Case>& cases,
@@ -151,13 +152,10 @@ inline int run_bandwidth(
     PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Checker check;
     for (size_t bytes : sizes) {
-      // The sources are filled at the slots of a `bytes` footprint: every case's must be so.
+      std::set<size_t> offsets;  // every placement a case at this size reads its source at
       for (const Case& c : cases)
-        if (c.footprint && c.footprint(bytes) != bytes)
-          die(c.op + ": a bandwidth case's footprint must equal its size");
-      for (int slot = 0; slot < kSlots; ++slot)
-        if (slot == 0 || slot_offset(bytes, slot) != 0)
-          fill_sources(stream, bytes, slot_offset(bytes, slot));
+        for (int r = 0; r < kSlots; ++r) offsets.insert(c.offset(bytes, r));
+      for (size_t off : offsets) fill_sources(stream, bytes, off);
       std::map<std::string, double> gbps;  // this size's results, for the ratios
       const long base_iters = std::max<long>(
           1, std::min<long>(opt.iters ? opt.iters : 1000,
@@ -176,10 +174,9 @@ inline int run_bandwidth(
         row.bytes = bytes;
         row.iters = iters;
         row.reps = opt.reps;
-        row.time_us = m.time_us;
-        row.samples_us = m.samples;
+        row.set_samples(m.samples);
         row.check = check_text(m.bad);
-        const double g = row.gbps(m.time_us.median);
+        const double g = row.gbps(row.time_us.median);
         if (!c.uses_sms) gbps[c.op] = g;
         if (!c.ref.empty() && gbps.count(c.ref)) {
           row.ref_op = c.ref;
@@ -232,11 +229,10 @@ inline int run_messages(const Options& opt, Report& report, const std::vector<Ca
           row.bytes = bytes;
           row.iters = iters;
           row.reps = opt.reps;
-          row.time_us = m.time_us;
-          row.samples_us = m.samples;
+          row.set_samples(m.samples);
           row.messages_per_iter = c.messages ? c.messages(grid, bytes) : 1;
           row.check = check_text(m.bad);
-          gbps[c.op] = row.gbps(m.time_us.median);
+          gbps[c.op] = row.gbps(row.time_us.median);
           if (!c.ref.empty() && gbps.count(c.ref)) {
             row.ref_op = c.ref;
             row.ref_gbps = gbps[c.ref];
@@ -255,20 +251,6 @@ inline int run_messages(const Options& opt, Report& report, const std::vector<Ca
 
 // An operation timed inside one kernel that runs on several PEs at once (ping-pong,
 // barrier): per-iteration stamps, median per iteration.
-// Ping-pong signal slots: repetition r of a ping-pong waits on slot r % kPingFlagSlots.
-// Where a flag lands in the L2, relative to the SMs the two kernels run on, moves a
-// one-thread round trip between ~0.60 and ~0.94 us on an H200 (two modes, both runtimes
-// alike), and a run that used one address for every repetition reported a spread
-// narrower than the difference between two runs; rotating the address puts that
-// variation inside the reported spread. Slots are kPingFlagStride bytes apart (not a
-// power of two, so they differ in many address bits).
-constexpr int kPingFlagSlots = 16;
-constexpr size_t kPingFlagStride = 4096 + 256;
-constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
-inline uint64_t* ping_flag(uint64_t* flags, int rep) {
-  return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
-}
-
 struct StampCase {
   std::string op;
   size_t bytes = 0;
@@ -331,10 +313,8 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
         // Timed-out waits leave signals inconsistent; stop this case here.
         break;
       }
-      unsigned long long sm = c.participates ? host[size_t(iters) + 3] : 0;
-      std::vector<unsigned long long> sms(static_cast<size_t>(mpi_size()), 0);
-      MPI_Gather(&sm, 1, MPI_UNSIGNED_LONG_LONG, sms.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
-                 MPI_COMM_WORLD);
+      const std::vector<unsigned long long> sms =
+          gather_to_root(c.participates ? host[size_t(iters) + 3] : 0);
       if (mpi_rank() == 0) {
         const IterationTimes t = iteration_times(host, iters);
         medians.push_back(t.median_us);
@@ -364,8 +344,7 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
     row.bytes = c.bytes;
     row.iters = iters;
     row.reps = static_cast<int>(medians.size());
-    row.time_us = spread_of(medians);
-    row.samples_us = medians;
+    row.set_samples(medians);
     row.check = errors ? "FAIL(timeout/data)" : check_text(bad);
     report.add(row);
     if (mpi_rank() == 0 && !means.empty())

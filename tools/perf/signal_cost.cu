@@ -18,6 +18,7 @@
 
 #include "tmashmem/device.cuh"
 #include "tmashmem/tmashmem.h"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace {
 
@@ -262,10 +263,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Repetition r of every variant waits on flag slot r: each variant sees the same 7 flag
-  // placements (where a flag sits in the L2 moves a round trip; perf_driver.cuh).
+  // placements (where a flag sits in the L2 moves a round trip; perf::ping_flag).
   constexpr int kReps = 7;
-  constexpr size_t kSlotWords = (4096 + 256) / sizeof(uint64_t);
-  auto* flags = static_cast<uint64_t*>(tmashmem_calloc(kReps * kSlotWords, sizeof(uint64_t)));
+  static_assert(kReps <= perf::kPingFlagSlots, "one flag slot per repetition");
+  auto* flags = static_cast<uint64_t*>(tmashmem_calloc(1, perf::kPingFlagBytes));
   tmashmem_ctx_t ctx;
   unsigned long long* elapsed = nullptr;
   int* error = nullptr;
@@ -284,7 +285,7 @@ int main(int argc, char** argv) {
     std::vector<double> us;
     for (int rep = 0; rep < kReps && ok; ++rep) {
       ok &= tmashmem_barrier_all() == TMASHMEM_SUCCESS;
-      v.launch(ctx, flags + size_t(rep) * kSlotWords, base, iters, 1 - me, me == 0, elapsed, error);
+      v.launch(ctx, perf::ping_flag(flags, rep), base, iters, 1 - me, me == 0, elapsed, error);
       ok &= cuda_ok(cudaGetLastError(), v.name) && cuda_ok(cudaDeviceSynchronize(), v.name);
       base += uint64_t(iters);
       unsigned long long ns = 0;

@@ -47,9 +47,9 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
   if (opt.want("tile_put")) {
     for (size_t s : sizes) {
       const uint32_t inner = static_cast<uint32_t>(std::min<size_t>(s, kTileRowBytes));
-      // Slot offsets are multiples of 4 KiB (perf_driver.cuh); a tile row must divide
-      // them, so rows of a size that is not a power of two below 1 KiB are left out.
-      if (s < 16 || s % 16 || s % inner || s / inner > 256 || 4096 % inner) continue;
+      // A tile row must divide the slot offsets (multiples of kSlotAlign), so rows of a
+      // size that is not a power of two below 1 KiB are left out.
+      if (s < 16 || s % 16 || s % inner || s / inner > 256 || kSlotAlign % inner) continue;
       // Repetitions rotate over slots: the views cover every slot.
       const size_t span = slot_span(size_t(tile_grid_max) * s);
       if (span > region)

@@ -52,17 +52,15 @@ inline int test_pingpong(const Options& opt, Report& report) {
     c.threads = threads;
     c.participates = me < 2;
     c.values = [](long warmup, long iters) { return uint64_t(warmup + iters); };
+    auto kernel = ping == PingOp::Signal            ? pingpong_kernel<PingOp::Signal>
+                  : ping == PingOp::PutSignalThread ? pingpong_kernel<PingOp::PutSignalThread>
+                  : ping == PingOp::PutSignalBlock  ? pingpong_kernel<PingOp::PutSignalBlock>
+                  : bounded                         ? pingpong_kernel<PingOp::SignalRelaxed>
+                                                    : pingpong_kernel<PingOp::SignalRelaxed, false>;
     c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
-      uint64_t* flag = ping_flag(flags, rep);
-      auto kernel = ping == PingOp::Signal ? pingpong_kernel<PingOp::Signal>
-                    : ping == PingOp::SignalRelaxed
-                        ? (bounded ? pingpong_kernel<PingOp::SignalRelaxed>
-                                   : pingpong_kernel<PingOp::SignalRelaxed, false>)
-                    : ping == PingOp::PutSignalThread ? pingpong_kernel<PingOp::PutSignalThread>
-                                                      : pingpong_kernel<PingOp::PutSignalBlock>;
-      kernel<<<1, threads, 0, s>>>(ctx, buf, src, bytes, flag, base, warmup, iters, peer, initiator,
-                                   timeout_ns, stamps, error);
+      kernel<<<1, threads, 0, s>>>(ctx, buf, src, bytes, ping_flag(flags, rep), base, warmup, iters,
+                                   peer, initiator, timeout_ns, stamps, error);
       PERF_LAUNCHED("pingpong_kernel");
     };
     return c;

@@ -301,6 +301,12 @@ int test_pingpong(const Options& opt, Report& report) {
     c.threads = threads;
     c.participates = me < 2;
     c.values = values;
+    const void* kernel =
+        ping == PingOp::Signal
+            ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::Signal>)
+        : ping == PingOp::PutSignalThread
+            ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalThread>)
+            : reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalBlock>);
     c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
       char* b = buf;
@@ -311,12 +317,6 @@ int test_pingpong(const Options& opt, Report& report) {
       long w = warmup, it = iters;
       int p = peer, ini = initiator;
       void* args[] = {&b, &sr, &n, &f, &bs, &w, &it, &p, &ini, &stamps, &error};
-      const void* kernel =
-          ping == PingOp::Signal
-              ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::Signal>)
-          : ping == PingOp::PutSignalThread
-              ? reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalThread>)
-              : reinterpret_cast<const void*>(perf_nv::pingpong_kernel<PingOp::PutSignalBlock>);
       collective_launch(kernel, 1, threads, args, s);
     };
     return c;
