@@ -1,6 +1,6 @@
 # Sourced, not run: start and stop the CUDA MPS control daemon around GPU work.
 # PEs that share one GPU run their kernels at once under MPS; without it they
-# time-slice and every cross-PE wait costs milliseconds (GPU-MACHINE.md).
+# time-slice and every cross-PE wait costs milliseconds (docs/performance.md, "Machine").
 #   mps_start   reuses a daemon that is already running; else starts one (exports
 #               CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY, defaults under /tmp)
 #   mps_stop    stops the daemon only if mps_start started it

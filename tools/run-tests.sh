@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 export BUILD_DIR
 bash "$ROOT/tools/setup.sh"
-# Multicast stays off wherever these tests run (DESIGN.md #7, GPU-MACHINE.md).
+# Multicast stays off wherever these tests run (docs/design.md, decision 7).
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$BUILD_DIR"
 if gpus=$(bash "$ROOT/tools/has-gpu.sh"); then
