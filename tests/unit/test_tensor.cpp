@@ -145,7 +145,7 @@ TEST_CASE("tensor: create gives every reachable PE a map, a device table and a h
       REQUIRE(tmashmem::driver().cuMemcpyDtoH(table.data(), static_cast<CUdeviceptr>(h.maps),
                                               table.size() * sizeof(CUtensorMap)) == CUDA_SUCCESS);
       for (int pe = 0; pe < npes; ++pe) {
-        alignas(64) CUtensorMap map;
+        CUtensorMap map;
         REQUIRE(tmashmem_tensor_get_map(t, pe, &map) == TMASHMEM_SUCCESS);
         void* peer = tmashmem_ptr(data, pe);
         REQUIRE(peer != nullptr);
@@ -181,7 +181,7 @@ TEST_CASE("tensor: a view maps existing symmetric memory, and must lie inside th
       tmashmem_test::all_ranks(tmashmem_tensor_view(buffer + 1024, &d, &t) == TMASHMEM_SUCCESS));
   CHECK(tmashmem_tensor_data(t) == buffer + 1024);
   for (int pe = 0; pe < npes; ++pe) {
-    alignas(64) CUtensorMap map;
+    CUtensorMap map;
     REQUIRE(tmashmem_tensor_get_map(t, pe, &map) == TMASHMEM_SUCCESS);
     check_map(map, d, reinterpret_cast<uint64_t>(tmashmem_ptr(buffer + 1024, pe)));
   }
@@ -282,7 +282,7 @@ TEST_CASE("tensor: handle checks in the non-collective calls") {
   REQUIRE(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_F32, 1, dims, box) == TMASHMEM_SUCCESS);
   tmashmem_tensor_t t = nullptr;
   REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_create(&d, &t) == TMASHMEM_SUCCESS));
-  alignas(64) CUtensorMap map;
+  CUtensorMap map;
   CHECK(tmashmem_tensor_get_map(t, npes, &map) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(std::string(tmashmem_last_error()).find("pe = " + std::to_string(npes)) !=
         std::string::npos);
@@ -373,7 +373,7 @@ TEST_CASE("tensor: the validator and the emulated driver agree on every mutation
                   tmashmem::last_error().find("2^64") != std::string::npos))
       continue;
     tmashmem::TensorMapArgs a = tmashmem::tensor_map_args(d);
-    alignas(64) CUtensorMap map;
+    CUtensorMap map;
     void* address = reinterpret_cast<void*>(uintptr_t(0x7f0000000000ull));
     bool theirs = tmashmem::driver().cuTensorMapEncodeTiled(
                       &map, a.dtype, a.rank, address, a.dims, a.strides, a.box, a.element_strides,
