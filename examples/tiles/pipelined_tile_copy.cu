@@ -25,8 +25,8 @@ constexpr int kCols = 4096;                  // tensor width in floats (16 KiB r
 constexpr uint64_t kWaitNs = 10ull * 1000 * 1000 * 1000;
 
 // smem: kStages tiles of smem_bytes (1024-byte aligned), then kStages mbarriers.
-__global__ void pipelined_copy(const __grid_constant__ tmashmem_tile_tensor_t src,
-                               const __grid_constant__ tmashmem_tile_tensor_t dst, int dst_pe,
+__global__ void pipelined_copy(const __grid_constant__ tmashmem_tensor_handle_t src,
+                               const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                                int n_tiles, int* failed) {
   extern __shared__ __align__(1024) unsigned char smem[];
   if (threadIdx.x != 0) return;
@@ -93,14 +93,14 @@ int main(int argc, char** argv) {
   const uint32_t box[2] = {kBoxCols, kBoxRows};
   tmashmem_tensor_desc_t desc;
   tmashmem_tensor_t src = nullptr, dst = nullptr;
-  tmashmem_tile_tensor_t src_h, dst_h;
+  tmashmem_tensor_handle_t src_h, dst_h;
   bool ok = rows > 0 &&
             tmashmem_tensor_desc_init(&desc, TMASHMEM_DTYPE_F32, 2, dims, box) == TMASHMEM_SUCCESS;
   desc.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
   ok = ok && tmashmem_tensor_create(&desc, &src) == TMASHMEM_SUCCESS &&
        tmashmem_tensor_create(&desc, &dst) == TMASHMEM_SUCCESS &&
-       tmashmem_tensor_device(src, &src_h) == TMASHMEM_SUCCESS &&
-       tmashmem_tensor_device(dst, &dst_h) == TMASHMEM_SUCCESS;
+       tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS &&
+       tmashmem_tensor_handle(dst, &dst_h) == TMASHMEM_SUCCESS;
   if (!ok)
     std::printf("pipelined_tile_copy: %s\n", rows > 0 ? tmashmem_last_error() : "size too small");
 
