@@ -34,7 +34,7 @@ typedef struct tmashmem_ctx {
   int32_t n_pes;          /* all ranks */
   int32_t first_local_pe; /* PEs [first_local_pe, first_local_pe + n_local_pes) share this node */
   int32_t n_local_pes;
-  uint32_t flags;         /* TMASHMEM_CTX_FLAG_* */
+  uint32_t flags; /* TMASHMEM_CTX_FLAG_* */
   /* Bit s: local PE first_local_pe + s is load/store reachable (its heap is mapped here;
    * this PE's own bit is set). The one representation of reachability: the tensor
    * handle (tensor_handle.h) carries the same three fields, the runtime fills them in one
@@ -49,7 +49,8 @@ typedef struct tmashmem_ctx {
 
 #ifdef __cplusplus
 }
-static_assert(sizeof(tmashmem_ctx_t) == 96, "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
+static_assert(sizeof(tmashmem_ctx_t) == 96,
+              "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
 #endif
 
 #endif /* TMASHMEM_CTX_H */

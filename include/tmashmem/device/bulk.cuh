@@ -179,5 +179,4 @@ __device__ __forceinline__ void get_nbi(const Ctx& ctx, T* dest, const T* src, s
   getmem_nbi(ctx, dest, src, count * sizeof(T), pe, stage);
 }
 
-
 }  // namespace tmashmem

@@ -63,18 +63,19 @@
 //    Writes past the high edge are dropped (partial tiles are clipped). Remote visibility
 //    to other PEs needs a release after completion: tma_put_tile_signal does it (through
 //    signal_op), or use quiet()/fence() of the order API.
-//  - A get of peer memory that the peer wrote with ordinary stores and published with a
-//    signal (or barrier) this PE acquired needs no proxy fence in the kernel: see
-//    docs/device-api.md, "Tiles and proxies".
+//  - A get of global memory that another thread or PE wrote with ordinary stores and
+//    published with a signal needs a proxy fence between the acquire and the get:
+//    fence_proxy_async_global() in the issuing thread (barrier_all already contains one).
+//    docs/device-api.md, "Tiles and proxies", gives the reasoning.
 //  - Shared memory written with ordinary stores and then read by a put, reduce or DSMEM copy
 //    needs fence.proxy.async.shared::cta between the two. The calls fence for the issuing
 //    thread's own writes; every OTHER thread that wrote the tile calls
 //    fence_proxy_async_shared() before the barrier that precedes the issuing call.
 //  - Alignment: tiles in shared memory 128-byte aligned; swizzled tiles aligned to the
 //    swizzle pattern's repeat (256 B for 32B, 512 B for 64B, 1024 B for 128B) to get the
-//    canonical layout that wgmma/CUTLASS expect. Dynamic shared memory does not honour a
-//    declared __align__(1024): round the pointer with align_smem<1024>() (smem.cuh). DSMEM copies: 16-byte aligned, sizes a
-//    multiple of 16.
+//    canonical layout that wgmma/CUTLASS expect. A declared __align__(1024) is not
+//    guaranteed for dynamic shared memory: round the pointer with align_smem<1024>()
+//    (smem.cuh). DSMEM copies: 16-byte aligned, sizes a multiple of 16.
 //  - `pe` must be a load/store reachable PE of this node. Debug builds (define
 //    TMASHMEM_DEVICE_DEBUG before including any tmashmem device header) check the PE, the
 //    coordinate count and rules, the handle version, the dtype of a reduce and the

@@ -13,12 +13,13 @@ namespace tmashmem {
 /// Copies the tile at `c` of `pe`'s tensor into `smem` (smem_bytes of room, 128-byte aligned),
 /// completing box_bytes of `bar`'s current phase's transaction bytes. The caller announces
 /// box_bytes on `bar` (arrive_expect_tx).
-__device__ __forceinline__ void tma_get_tile(void* smem, const TensorHandle& t, int pe,
-                                             TileCoord c, Mbarrier& bar) {
+__device__ __forceinline__ void tma_get_tile(void* smem, const TensorHandle& t, int pe, TileCoord c,
+                                             Mbarrier& bar) {
   detail::check_tile_call("tma_get_tile", t, pe, c, smem);
   const uint64_t map = detail::tensor_map_operand(t, pe);
   const uint32_t dst = detail::smem_address(smem), mb = bar.smem_address();
-  detail::with_rank(c.n, [&](auto r) { detail::tensor_load<decltype(r)::value>(dst, map, mb, c.c); });
+  detail::with_rank(c.n,
+                    [&](auto r) { detail::tensor_load<decltype(r)::value>(dst, map, mb, c.c); });
 }
 
 /// One read of `pe`'s tile delivered to every CTA of this cluster whose bit is set in

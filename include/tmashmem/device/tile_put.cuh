@@ -97,9 +97,8 @@ __device__ __forceinline__ void tma_reduce_tile(const TensorHandle& t, int pe, T
 /// symmetric allocation, 8-byte aligned; `smem` may be reused on return. `ctx` gives the
 /// signal its peer address, its debug checks and its scope (signal.cuh).
 __device__ __forceinline__ void tma_put_tile_signal(const Ctx& ctx, const TensorHandle& t, int pe,
-                                                    TileCoord c, const void* smem,
-                                                    uint64_t* signal, uint64_t value,
-                                                    SignalOp op = SignalOp::Set) {
+                                                    TileCoord c, const void* smem, uint64_t* signal,
+                                                    uint64_t value, SignalOp op = SignalOp::Set) {
   tma_put_tile(t, pe, c, smem);
   detail::bulk_wait<0>();
   // The completed writes were made by the async proxy: order them before the generic-proxy

@@ -851,8 +851,8 @@ bool run_signal(const Case& c, uint32_t round) {
   REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
   tmashmem_ctx_t ctx;
   REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
-  CUDA_CHECK(tile_test::launch_put_signal(ctx, dst_h, layout, jobs_d.ptr, static_cast<int>(jobs.size()),
-                                          signal, round, 8));
+  CUDA_CHECK(tile_test::launch_put_signal(ctx, dst_h, layout, jobs_d.ptr,
+                                          static_cast<int>(jobs.size()), signal, round, 8));
   CUDA_CHECK(tile_test::launch_consume(dst + kGuard, c.slot_bytes, layout, shapes_d.ptr,
                                        static_cast<int>(shapes.size()), signal, expected_d.ptr, n,
                                        round, status.ptr, kTimeoutNs));

@@ -10,17 +10,13 @@ namespace tile_test {
 namespace {
 
 using tmashmem::Mbarrier;
+using tmashmem::TensorHandle;
 using tmashmem::TileCoord;
 using tmashmem::TileReduceOp;
-using tmashmem::TensorHandle;
 
 constexpr uint32_t kAlign = 1024;
 
-__device__ uint8_t* aligned_smem(uint8_t* raw) {
-  uintptr_t shared = static_cast<uintptr_t>(__cvta_generic_to_shared(raw));
-  uintptr_t pad = (kAlign - shared % kAlign) % kAlign;
-  return raw + pad;
-}
+__device__ uint8_t* aligned_smem(uint8_t* raw) { return tmashmem::align_smem<kAlign>(raw); }
 
 __device__ TileCoord coord_of(const int32_t* c, uint32_t rank) {
   switch (rank) {
@@ -358,9 +354,8 @@ cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tensor_handle_t& src
 }
 
 cudaError_t launch_put_signal(const tmashmem_ctx_t& ctx, const tmashmem_tensor_handle_t& dst,
-                              LayoutParams layout,
-                              const TileJob* jobs, int n_jobs, uint64_t* signal, uint32_t round,
-                              int blocks) {
+                              LayoutParams layout, const TileJob* jobs, int n_jobs,
+                              uint64_t* signal, uint32_t round, int blocks) {
   const size_t smem = tile_smem(dst.smem_bytes, 1);
   cudaError_t e = allow_smem(put_signal_kernel, smem);
   if (e != cudaSuccess) return e;

@@ -87,9 +87,8 @@ cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tensor_handle_t& src
 // thread puts it to put_pe with tma_put_tile_signal(add 1) on `signal` (symmetric,
 // slot my_pe of put_pe's array).
 cudaError_t launch_put_signal(const tmashmem_ctx_t& ctx, const tmashmem_tensor_handle_t& dst,
-                              LayoutParams layout,
-                              const TileJob* jobs, int n_jobs, uint64_t* signal, uint32_t round,
-                              int blocks);
+                              LayoutParams layout, const TileJob* jobs, int n_jobs,
+                              uint64_t* signal, uint32_t round, int blocks);
 
 // Consumer: waits (acquire, bounded) until signal[p] >= expected[p] for every PE p, then
 // checks every in-bounds element of every tile at tiles[j].coords (extent layout.box) in

@@ -15,19 +15,31 @@ __device__ __forceinline__ uint32_t atom_relaxed_sys(AtomicOp op, uint32_t* p, u
   uint32_t old = 0;
   switch (op) {
     case AtomicOp::Add:
-      asm volatile("atom.relaxed.sys.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+      asm volatile("atom.relaxed.sys.add.u32 %0, [%1], %2;"
+                   : "=r"(old)
+                   : "l"(p), "r"(v)
+                   : "memory");
       break;
     case AtomicOp::Exch:
-      asm volatile("atom.relaxed.sys.exch.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+      asm volatile("atom.relaxed.sys.exch.b32 %0, [%1], %2;"
+                   : "=r"(old)
+                   : "l"(p), "r"(v)
+                   : "memory");
       break;
     case AtomicOp::And:
-      asm volatile("atom.relaxed.sys.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+      asm volatile("atom.relaxed.sys.and.b32 %0, [%1], %2;"
+                   : "=r"(old)
+                   : "l"(p), "r"(v)
+                   : "memory");
       break;
     case AtomicOp::Or:
       asm volatile("atom.relaxed.sys.or.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
       break;
     case AtomicOp::Xor:
-      asm volatile("atom.relaxed.sys.xor.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+      asm volatile("atom.relaxed.sys.xor.b32 %0, [%1], %2;"
+                   : "=r"(old)
+                   : "l"(p), "r"(v)
+                   : "memory");
       break;
   }
   return old;
@@ -37,19 +49,31 @@ __device__ __forceinline__ uint64_t atom_relaxed_sys(AtomicOp op, uint64_t* p, u
   uint64_t old = 0;
   switch (op) {
     case AtomicOp::Add:
-      asm volatile("atom.relaxed.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+      asm volatile("atom.relaxed.sys.add.u64 %0, [%1], %2;"
+                   : "=l"(old)
+                   : "l"(p), "l"(v)
+                   : "memory");
       break;
     case AtomicOp::Exch:
-      asm volatile("atom.relaxed.sys.exch.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+      asm volatile("atom.relaxed.sys.exch.b64 %0, [%1], %2;"
+                   : "=l"(old)
+                   : "l"(p), "l"(v)
+                   : "memory");
       break;
     case AtomicOp::And:
-      asm volatile("atom.relaxed.sys.and.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+      asm volatile("atom.relaxed.sys.and.b64 %0, [%1], %2;"
+                   : "=l"(old)
+                   : "l"(p), "l"(v)
+                   : "memory");
       break;
     case AtomicOp::Or:
       asm volatile("atom.relaxed.sys.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
       break;
     case AtomicOp::Xor:
-      asm volatile("atom.relaxed.sys.xor.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+      asm volatile("atom.relaxed.sys.xor.b64 %0, [%1], %2;"
+                   : "=l"(old)
+                   : "l"(p), "l"(v)
+                   : "memory");
       break;
   }
   return old;

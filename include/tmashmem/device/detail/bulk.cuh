@@ -41,7 +41,9 @@ __device__ __forceinline__ void bulk_copy_to_cluster(uint32_t cluster_dst, uint3
 }
 
 // Closes the current bulk async-group.
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
 
 // Waits until at most N of this thread's bulk async-groups are pending; the others
 // have completed, writes included (completion makes them visible to the generic proxy).

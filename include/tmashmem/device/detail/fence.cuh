@@ -4,13 +4,17 @@
 namespace tmashmem {
 namespace detail {
 
-__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_acq_rel_sys() {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
 
 __device__ __forceinline__ void fence_sc_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
 
 // Orders this thread's generic-proxy accesses (all state spaces) with its
 // async-proxy (cp.async.bulk, TMA) accesses, both ways.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async;" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async;" ::: "memory");
+}
 
 // The same, for global memory only.
 __device__ __forceinline__ void fence_proxy_async_global() {

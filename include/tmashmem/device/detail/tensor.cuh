@@ -120,8 +120,8 @@ __device__ __forceinline__ void tensor_prefetch(uint64_t map, const int32_t* c) 
     asm volatile("cp.async.bulk.prefetch.tensor.1d.L2.global [%0, {%1}];" ::"l"(map), "r"(c[0])
                  : "memory");
   else if constexpr (R == 2)
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];" ::"l"(map),
-                 "r"(c[0]), "r"(c[1])
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];" ::"l"(map), "r"(c[0]),
+                 "r"(c[1])
                  : "memory");
   else if constexpr (R == 3)
     asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global [%0, {%1, %2, %3}];" ::"l"(map),
@@ -132,20 +132,20 @@ __device__ __forceinline__ void tensor_prefetch(uint64_t map, const int32_t* c) 
                  "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
                  : "memory");
   else
-    asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global [%0, {%1, %2, %3, %4, %5}];" ::"l"(
-                     map),
-                 "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
-                 : "memory");
+    asm volatile(
+        "cp.async.bulk.prefetch.tensor.5d.L2.global [%0, {%1, %2, %3, %4, %5}];" ::"l"(map),
+        "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+        : "memory");
 }
 
 // shared -> global (tensor), in the current bulk async-group.
 template <int R>
 __device__ __forceinline__ void tensor_store(uint64_t map, uint32_t src, const int32_t* c) {
   if constexpr (R == 1)
-    asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::"l"(
-                     map),
-                 "r"(src), "r"(c[0])
-                 : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::"l"(map),
+        "r"(src), "r"(c[0])
+        : "memory");
   else if constexpr (R == 2)
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),
@@ -159,8 +159,8 @@ __device__ __forceinline__ void tensor_store(uint64_t map, uint32_t src, const i
         : "memory");
   else if constexpr (R == 4)
     asm volatile(
-        "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::
-            "l"(map),
+        "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(
+            map),
         "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
         : "memory");
   else
@@ -176,31 +176,31 @@ enum class TensorReduceOp { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
 
 // The reduce's opcode differs per operation as well as per rank, and inline PTX takes
 // only literal text: this macro spells the five rank forms once, for one mnemonic.
-#define TMASHMEM_TENSOR_REDUCE_FORMS(OP)                                                     \
-  if constexpr (R == 1)                                                                      \
-    asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta." OP                     \
-                 ".tile.bulk_group [%0, {%2}], [%1];" ::"l"(map),                            \
-                 "r"(src), "r"(c[0])                                                         \
-                 : "memory");                                                                \
-  else if constexpr (R == 2)                                                                 \
-    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta." OP                     \
-                 ".tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),                        \
-                 "r"(src), "r"(c[0]), "r"(c[1])                                              \
-                 : "memory");                                                                \
-  else if constexpr (R == 3)                                                                 \
-    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta." OP                     \
-                 ".tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),                    \
-                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2])                                   \
-                 : "memory");                                                                \
-  else if constexpr (R == 4)                                                                 \
-    asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta." OP                     \
-                 ".tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(map),                \
-                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])                        \
-                 : "memory");                                                                \
-  else                                                                                       \
-    asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta." OP                     \
-                 ".tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];" ::"l"(map),            \
-                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])             \
+#define TMASHMEM_TENSOR_REDUCE_FORMS(OP)                                          \
+  if constexpr (R == 1)                                                           \
+    asm volatile("cp.reduce.async.bulk.tensor.1d.global.shared::cta." OP          \
+                 ".tile.bulk_group [%0, {%2}], [%1];" ::"l"(map),                 \
+                 "r"(src), "r"(c[0])                                              \
+                 : "memory");                                                     \
+  else if constexpr (R == 2)                                                      \
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta." OP          \
+                 ".tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(map),             \
+                 "r"(src), "r"(c[0]), "r"(c[1])                                   \
+                 : "memory");                                                     \
+  else if constexpr (R == 3)                                                      \
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta." OP          \
+                 ".tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map),         \
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2])                        \
+                 : "memory");                                                     \
+  else if constexpr (R == 4)                                                      \
+    asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta." OP          \
+                 ".tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(map),     \
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])             \
+                 : "memory");                                                     \
+  else                                                                            \
+    asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta." OP          \
+                 ".tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];" ::"l"(map), \
+                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])  \
                  : "memory");
 
 // shared (op) global -> global (tensor), element-wise atomic, in the current bulk
