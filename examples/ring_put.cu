@@ -7,7 +7,7 @@
 //
 // Build: an ordinary CUDA translation unit, WITHOUT relocatable device code (-rdc):
 // the kernel takes the device context by value, so the header-only device API
-// needs no device linking (DESIGN.md, decision 1).
+// needs no device linking (docs/design.md, decision 1).
 //
 // Run:   mpirun -np 4 ./ring_put      (any number of PEs; several may share a GPU)
 // Prints "ring_put: N PEs, X bytes, OK", or says what went wrong and exits non-zero

@@ -4,9 +4,17 @@
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/reachable.h"
 #include "runtime/runtime.h"
 
 using namespace tmashmem;
+
+uint64_t tmashmem::reachable_mask(const Runtime& rt) {
+  uint64_t mask = 0;
+  for (int s = 0; s < rt.n_local_pes && s < 64; ++s)
+    if (rt.reachable[static_cast<size_t>(s)]) mask |= uint64_t(1) << s;
+  return mask;
+}
 
 extern "C" {
 
@@ -74,11 +82,7 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
   ctx->n_pes = rt.bootstrap->size();
   ctx->first_local_pe = rt.first_local_pe;
   ctx->n_local_pes = rt.n_local_pes;
-  uint64_t mask = 0;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (rt.reachable[static_cast<size_t>(s)]) mask |= uint64_t(1) << s;
-  ctx->reachable_lo = static_cast<uint32_t>(mask);
-  ctx->reachable_hi = static_cast<uint32_t>(mask >> 32);
+  ctx->reachable = reachable_mask(rt);
   ctx->heap_base = rt.heap.my_base();
   ctx->peer_stride = rt.heap.stride();
   ctx->heap_size = rt.heap.backed_bytes();

@@ -15,6 +15,7 @@
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/reachable.h"
 #include "runtime/runtime.h"
 #include "runtime/tensor_desc.h"
 
@@ -379,16 +380,16 @@ tmashmem_status_t tmashmem_tensor_get_map(tmashmem_tensor_t tensor, int pe, void
   return TMASHMEM_SUCCESS;
 }
 
-tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile_tensor_t* out) {
+tmashmem_status_t tmashmem_tensor_handle(tmashmem_tensor_t tensor, tmashmem_tensor_handle_t* out) {
   std::lock_guard<std::mutex> lock(runtime().mutex);
-  const char* call = "tmashmem_tensor_device";
+  const char* call = "tmashmem_tensor_handle";
   TMASHMEM_TRY(find_tensor(call, tensor));
   if (!out)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: out is NULL; pass a tmashmem_tile_tensor_t",
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: out is NULL; pass a tmashmem_tensor_handle_t",
                      call);
   const tmashmem_tensor_desc_t& d = tensor->desc;
   std::memset(out, 0, sizeof *out);
-  out->version = TMASHMEM_TILE_TENSOR_VERSION;
+  out->version = TMASHMEM_TENSOR_HANDLE_VERSION;
   out->dtype = d.dtype;
   out->rank = d.rank;
   out->elem_bytes = tensor->layout.elem_bytes;
@@ -403,8 +404,7 @@ tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile
   out->my_pe = tensor->my_pe;
   out->first_local_pe = tensor->first_local_pe;
   out->n_local_pes = tensor->n_local_pes;
-  out->reachable_lo = static_cast<uint32_t>(tensor->reachable);
-  out->reachable_hi = static_cast<uint32_t>(tensor->reachable >> 32);
+  out->reachable = reachable_mask(runtime());
   out->has_multicast = 0;
   out->maps = static_cast<uint64_t>(tensor->table);
   out->data = reinterpret_cast<uint64_t>(tensor->data);

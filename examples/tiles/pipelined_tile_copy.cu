@@ -24,11 +24,15 @@ constexpr int kBoxCols = 64, kBoxRows = 64;  // a 16 KiB tile of floats; 256-byt
 constexpr int kCols = 4096;                  // tensor width in floats (16 KiB rows)
 constexpr uint64_t kWaitNs = 10ull * 1000 * 1000 * 1000;
 
-// smem: kStages tiles of smem_bytes (1024-byte aligned), then kStages mbarriers.
-__global__ void pipelined_copy(const __grid_constant__ tmashmem_tile_tensor_t src,
-                               const __grid_constant__ tmashmem_tile_tensor_t dst, int dst_pe,
+// smem: kStages tiles of smem_bytes (from a 1024-byte aligned start), then kStages mbarriers.
+// Dynamic shared memory is not guaranteed the declared alignment: the launch reserves
+// kSmemAlign - 16 bytes more and the kernel rounds the pointer up with align_smem.
+constexpr uint32_t kSmemAlign = 1024;
+__global__ void pipelined_copy(const __grid_constant__ tmashmem_tensor_handle_t src,
+                               const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                                int n_tiles, int* failed) {
-  extern __shared__ __align__(1024) unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* smem = tmashmem::align_smem<kSmemAlign>(smem_raw);
   if (threadIdx.x != 0) return;
   tmashmem::Mbarrier* full = reinterpret_cast<tmashmem::Mbarrier*>(smem + kStages * src.smem_bytes);
   const int tiles_x = kCols / kBoxCols;
@@ -93,14 +97,14 @@ int main(int argc, char** argv) {
   const uint32_t box[2] = {kBoxCols, kBoxRows};
   tmashmem_tensor_desc_t desc;
   tmashmem_tensor_t src = nullptr, dst = nullptr;
-  tmashmem_tile_tensor_t src_h, dst_h;
+  tmashmem_tensor_handle_t src_h, dst_h;
   bool ok = rows > 0 &&
             tmashmem_tensor_desc_init(&desc, TMASHMEM_DTYPE_F32, 2, dims, box) == TMASHMEM_SUCCESS;
   desc.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
   ok = ok && tmashmem_tensor_create(&desc, &src) == TMASHMEM_SUCCESS &&
        tmashmem_tensor_create(&desc, &dst) == TMASHMEM_SUCCESS &&
-       tmashmem_tensor_device(src, &src_h) == TMASHMEM_SUCCESS &&
-       tmashmem_tensor_device(dst, &dst_h) == TMASHMEM_SUCCESS;
+       tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS &&
+       tmashmem_tensor_handle(dst, &dst_h) == TMASHMEM_SUCCESS;
   if (!ok)
     std::printf("pipelined_tile_copy: %s\n", rows > 0 ? tmashmem_last_error() : "size too small");
 
@@ -114,7 +118,7 @@ int main(int argc, char** argv) {
        cudaMemset(tmashmem_tensor_data(dst), 0, bytes) == cudaSuccess &&
        cudaMalloc(&failed, sizeof(int)) == cudaSuccess &&
        cudaMemset(failed, 0, sizeof(int)) == cudaSuccess;
-  const size_t smem = kStages * (src_h.smem_bytes + sizeof(tmashmem::Mbarrier));
+  const size_t smem = kSmemAlign - 16 + kStages * (src_h.smem_bytes + sizeof(tmashmem::Mbarrier));
   ok = ok && cudaFuncSetAttribute(pipelined_copy, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(smem)) == cudaSuccess;
   int sms = 0;

@@ -21,7 +21,7 @@ constexpr int kCols = 256, kRowsPerPe = 64;  // the matrix: kCols floats per row
 constexpr int kBoxCols = 64, kBoxRows = 32;  // one tile: 32 rows of 64 floats (8 KiB)
 constexpr uint64_t kWaitNs = 10ull * 1000 * 1000 * 1000;
 
-__global__ void allgather_tiles(const __grid_constant__ tmashmem_tile_tensor_t matrix,
+__global__ void allgather_tiles(const __grid_constant__ tmashmem_tensor_handle_t matrix,
                                 int* failed) {
   __shared__ alignas(128) float tile[kBoxRows * kBoxCols];
   __shared__ tmashmem::Mbarrier arrived;
@@ -62,11 +62,11 @@ int main(int argc, char** argv) {
   const uint32_t box[2] = {kBoxCols, kBoxRows};
   tmashmem_tensor_desc_t desc;
   tmashmem_tensor_t matrix = nullptr;
-  tmashmem_tile_tensor_t handle;
+  tmashmem_tensor_handle_t handle;
   bool ok =
       tmashmem_tensor_desc_init(&desc, TMASHMEM_DTYPE_F32, 2, dims, box) == TMASHMEM_SUCCESS &&
       tmashmem_tensor_create(&desc, &matrix) == TMASHMEM_SUCCESS &&
-      tmashmem_tensor_device(matrix, &handle) == TMASHMEM_SUCCESS;
+      tmashmem_tensor_handle(matrix, &handle) == TMASHMEM_SUCCESS;
   if (!ok) std::printf("tile_allgather: %s\n", tmashmem_last_error());
 
   // Fill my rows; the others are zero until the all-gather.

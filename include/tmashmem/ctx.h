@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define TMASHMEM_CTX_VERSION 1u
+#define TMASHMEM_CTX_VERSION 2u
 
 /* Every PE of the job runs on this PE's GPU (one GPU, several processes): signals
  * and their waits may then order memory at GPU scope instead of system scope, since
@@ -29,24 +29,28 @@ extern "C" {
 #endif
 
 typedef struct tmashmem_ctx {
-  uint32_t version;      /* TMASHMEM_CTX_VERSION */
-  int32_t my_pe;         /* this rank */
-  int32_t n_pes;         /* all ranks */
+  uint32_t version;       /* TMASHMEM_CTX_VERSION */
+  int32_t my_pe;          /* this rank */
+  int32_t n_pes;          /* all ranks */
   int32_t first_local_pe; /* PEs [first_local_pe, first_local_pe + n_local_pes) share this node */
   int32_t n_local_pes;
-  uint32_t reachable_lo; /* bit i: local PE first_local_pe + i is mapped (load/store reachable) */
-  uint32_t reachable_hi; /* bits 32..63 of the same mask */
-  uint32_t flags;        /* TMASHMEM_CTX_FLAG_* */
-  uint64_t heap_base;    /* this rank's heap window (device address) */
-  uint64_t peer_stride;  /* bytes between two consecutive PEs' windows */
-  uint64_t heap_size;    /* bytes of the heap currently backed by memory on every rank */
-  uint64_t signal_pad;   /* device address of this rank's signal pad (symmetric) */
+  uint32_t flags; /* TMASHMEM_CTX_FLAG_* */
+  /* Bit s: local PE first_local_pe + s is load/store reachable (its heap is mapped here;
+   * this PE's own bit is set). The one representation of reachability: the tensor
+   * handle (tensor_handle.h) carries the same three fields, the runtime fills them in one
+   * place, and tmashmem::reachable() (tmashmem/device/ctx.cuh) decodes them. */
+  uint64_t reachable;
+  uint64_t heap_base;   /* this rank's heap window (device address) */
+  uint64_t peer_stride; /* bytes between two consecutive PEs' windows */
+  uint64_t heap_size;   /* bytes of the heap currently backed by memory on every rank */
+  uint64_t signal_pad;  /* device address of this rank's signal pad (symmetric) */
   uint64_t reserved[4];
 } tmashmem_ctx_t;
 
 #ifdef __cplusplus
 }
-static_assert(sizeof(tmashmem_ctx_t) == 96, "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
+static_assert(sizeof(tmashmem_ctx_t) == 96,
+              "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
 #endif
 
 #endif /* TMASHMEM_CTX_H */

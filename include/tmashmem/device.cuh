@@ -6,23 +6,18 @@
 //     tmashmem::put_signal_block(ctx, x, local, bytes, sig, 1, tmashmem::SignalOp::Set, peer);
 //   }
 //
-// One concept per header; each states its memory-ordering contract at the top.
+// One concept per header; each states its memory-ordering contract at the top. The PTX
+// instructions are wrapped once, in tmashmem/device/detail/ (internal).
 #pragma once
 
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/atomic.cuh"
 #include "tmashmem/device/barrier.cuh"
+#include "tmashmem/device/bulk.cuh"
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/order.cuh"
 #include "tmashmem/device/rma.cuh"
 #include "tmashmem/device/signal.cuh"
 #include "tmashmem/device/signal_pad.h"
 #include "tmashmem/device/status.cuh"
-
-// Written alongside this API; included when present.
-#if __has_include("tmashmem/device/tile.cuh")
 #include "tmashmem/device/tile.cuh"
-#endif
-#if __has_include("tmashmem/device/mbarrier.cuh")
-#include "tmashmem/device/mbarrier.cuh"
-#endif

@@ -1,5 +1,7 @@
 /* tmashmem symmetric tensors: a descriptor, prebuilt TMA tensor maps for every peer, and
- * the POD handle kernels take (DESIGN.md, decision 6).
+ * the POD handle kernels take (docs/design.md, decision 6). Two names: the host object
+ * tmashmem_tensor_t (opaque, collective create/destroy) and its device handle
+ * tmashmem_tensor_handle_t (tmashmem/tensor_handle.h, filled by tmashmem_tensor_handle).
  *
  *   tmashmem_tensor_desc_t d;
  *   uint64_t dims[2] = {4096, 1024};   // innermost first: 1024 rows of 4096 halves
@@ -8,8 +10,8 @@
  *   d.swizzle = TMASHMEM_SWIZZLE_128B;
  *   tmashmem_tensor_t t;
  *   tmashmem_tensor_create(&d, &t);            // COLLECTIVE
- *   tmashmem_tile_tensor_t h;
- *   tmashmem_tensor_device(t, &h);             // pass h to kernels by value
+ *   tmashmem_tensor_handle_t h;
+ *   tmashmem_tensor_handle(t, &h);             // pass h to kernels by value
  *   ...
  *   tmashmem_tensor_destroy(t);                // COLLECTIVE
  *
@@ -22,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tmashmem/tile_tensor.h"
+#include "tmashmem/tensor_handle.h"
 #include "tmashmem/tmashmem.h"
 
 #define TMASHMEM_TENSOR_DESC_VERSION 1u
@@ -129,8 +131,8 @@ void* tmashmem_tensor_data(tmashmem_tensor_t tensor);
  * node. The map is valid in kernels of this PE's device until the tensor is destroyed. */
 tmashmem_status_t tmashmem_tensor_get_map(tmashmem_tensor_t tensor, int pe, void* out128);
 
-/* Fills the POD handle that kernels take by value (tmashmem/tile_tensor.h). */
-tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile_tensor_t* out);
+/* Fills the device handle that kernels take by value (tmashmem/tensor_handle.h). */
+tmashmem_status_t tmashmem_tensor_handle(tmashmem_tensor_t tensor, tmashmem_tensor_handle_t* out);
 
 #ifdef __cplusplus
 }

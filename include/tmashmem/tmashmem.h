@@ -211,4 +211,7 @@ tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, u
 }
 #endif
 
+/* Symmetric tensors (host object and device handle) are part of the C API. */
+#include "tmashmem/tensor.h"
+
 #endif /* TMASHMEM_TMASHMEM_H */

@@ -262,7 +262,7 @@ TEST_CASE("heap: peers on devices without P2P are not mapped and tmashmem_ptr sa
   }
   tmashmem_ctx_t ctx;
   REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
-  for (int pe = 0; pe < n; ++pe) CHECK((((ctx.reachable_lo >> pe) & 1) != 0) == (pe % 2 == me % 2));
+  for (int pe = 0; pe < n; ++pe) CHECK((((ctx.reachable >> pe) & 1) != 0) == (pe % 2 == me % 2));
   CHECK((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0);  // PEs on two devices
   // Reachable peers (same parity) still exchange correctly.
   if (n % 2 == 0 && n >= 4) {

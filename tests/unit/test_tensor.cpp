@@ -109,9 +109,9 @@ TEST_CASE("tensor: create gives every reachable PE a map, a device table and a h
       REQUIRE(tmashmem_tensor_desc_check(&d, &extent) == TMASHMEM_SUCCESS);
 
       // The POD handle.
-      tmashmem_tile_tensor_t h;
-      REQUIRE(tmashmem_tensor_device(t, &h) == TMASHMEM_SUCCESS);
-      CHECK(h.version == TMASHMEM_TILE_TENSOR_VERSION);
+      tmashmem_tensor_handle_t h;
+      REQUIRE(tmashmem_tensor_handle(t, &h) == TMASHMEM_SUCCESS);
+      CHECK(h.version == TMASHMEM_TENSOR_HANDLE_VERSION);
       CHECK(h.dtype == d.dtype);
       CHECK(h.rank == rank);
       CHECK(h.elem_bytes == tmashmem::dtype_bytes(dtype));
@@ -137,8 +137,7 @@ TEST_CASE("tensor: create gives every reachable PE a map, a device table and a h
       tmashmem_ctx_t ctx;
       REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
       CHECK(h.peer_stride == ctx.peer_stride);
-      CHECK(h.reachable_lo == ctx.reachable_lo);
-      CHECK(h.reachable_hi == ctx.reachable_hi);
+      CHECK(h.reachable == ctx.reachable);
 
       // Host maps, and the device table holding the same bytes plus a zeroed multicast slot.
       std::vector<CUtensorMap> table(static_cast<size_t>(npes) + 1);
@@ -288,7 +287,7 @@ TEST_CASE("tensor: handle checks in the non-collective calls") {
         std::string::npos);
   CHECK(tmashmem_tensor_get_map(t, -1, &map) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(tmashmem_tensor_get_map(t, 0, nullptr) == TMASHMEM_ERROR_INVALID_VALUE);
-  CHECK(tmashmem_tensor_device(t, nullptr) == TMASHMEM_ERROR_INVALID_VALUE);
+  CHECK(tmashmem_tensor_handle(t, nullptr) == TMASHMEM_ERROR_INVALID_VALUE);
   int not_a_tensor = 0;
   auto fake = reinterpret_cast<tmashmem_tensor_t>(&not_a_tensor);
   CHECK(tmashmem_tensor_data(fake) == nullptr);

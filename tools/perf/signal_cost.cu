@@ -25,6 +25,16 @@ namespace {
 using tmashmem::Cmp;
 using tmashmem::SignalOp;
 
+// The library's poll loop (signal.cuh, detail::poll_until, no deadline) with GPU-scope
+// acquire loads.
+__device__ __forceinline__ void poll_ge_gpu_bursts(const uint64_t* flag, uint64_t v) {
+  for (;;) {
+#pragma unroll
+    for (int i = 0; i < tmashmem::detail::kPollBurst; ++i)
+      if (tmashmem::detail::ld_acquire_gpu(flag) >= v) return;
+  }
+}
+
 enum class Send {
   LibRelease,
   LibRelaxed,
@@ -84,10 +94,10 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
         break;
       case Send::LibRelaxedGpu:
-        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, true);
+        tmashmem::detail::st_relaxed_gpu(remote, v);  // signal_update_relaxed at GPU scope
         break;
       case Send::LibRelaxedSys:
-        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, false);
+        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set);
         break;
       case Send::StRelaxedGpu:
         tmashmem::detail::st_relaxed_gpu(remote, v);
@@ -138,12 +148,10 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
         break;
       case Wait::LibGpuForever:
-        ok =
-            tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, true) == tmashmem::Status::Ok;
+        poll_ge_gpu_bursts(flag, v);
         break;
       case Wait::LibSysForever:
-        ok = tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, false) ==
-             tmashmem::Status::Ok;
+        ok = tmashmem::signal_wait_until(flag, Cmp::GE, v) == tmashmem::Status::Ok;
         break;
       case Wait::AcquireGpuPollChecked: {
         uint64_t seen;

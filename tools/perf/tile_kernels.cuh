@@ -40,9 +40,9 @@ __device__ __forceinline__ unsigned char* align128(unsigned char* p) {
 // same rows of `dst` on `dst_pe`, `iters` times over. Launch with one thread per CTA and
 // tile_smem_bytes() of dynamic shared memory. *error = 1 if a get did not complete within
 // timeout_ns.
-static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tile_tensor_t src,
+static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_t src,
                                         int src_pe,
-                                        const __grid_constant__ tmashmem_tile_tensor_t dst,
+                                        const __grid_constant__ tmashmem_tensor_handle_t dst,
                                         int dst_pe, uint32_t row0, uint32_t rows, uint32_t stages,
                                         long iters, uint64_t timeout_ns, int* error) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -92,8 +92,8 @@ static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tile_te
 // kQuietEach: bulk_wait_group<0> + quiet() after every put (latency); otherwise at
 // most 8 puts in flight and one quiet() at the end (rate). One thread per CTA.
 template <bool kQuietEach>
-__global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tile_tensor_t src,
-                                const __grid_constant__ tmashmem_tile_tensor_t dst, int pe,
+__global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tensor_handle_t src,
+                                const __grid_constant__ tmashmem_tensor_handle_t dst, int pe,
                                 uint32_t row0, long iters, uint64_t timeout_ns, int* error) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* tile = align128(smem_raw);

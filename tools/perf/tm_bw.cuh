@@ -183,7 +183,7 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
         PERF_LAUNCHED("nbi_get_kernel");
       });
   if (tiles) {
-    const tmashmem_tile_tensor_t sv = src_view.handle, dv = dst_view.handle;
+    const tmashmem_tensor_handle_t sv = src_view.handle, dv = dst_view.handle;
     add("tile_put", "memcpy_put", true, 1, true,
         [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
           perf_tm::tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(

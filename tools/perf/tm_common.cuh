@@ -53,7 +53,7 @@ T* peer_ptr(T* p, int pe) {
 // `box_rows` rows. COLLECTIVE.
 struct TileView {
   tmashmem_tensor_t tensor = nullptr;
-  tmashmem_tile_tensor_t handle{};
+  tmashmem_tensor_handle_t handle{};
 };
 
 inline TileView make_view(void* p, size_t bytes, uint32_t inner, uint32_t box_rows) {
@@ -65,7 +65,7 @@ inline TileView make_view(void* p, size_t bytes, uint32_t inner, uint32_t box_ro
   d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
   TileView v;
   tm_check(tmashmem_tensor_view(p, &d, &v.tensor), "tmashmem_tensor_view");
-  tm_check(tmashmem_tensor_device(v.tensor, &v.handle), "tmashmem_tensor_device");
+  tm_check(tmashmem_tensor_handle(v.tensor, &v.handle), "tmashmem_tensor_handle");
   return v;
 }
 

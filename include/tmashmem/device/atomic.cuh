@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/detail/atom.cuh"
 
 namespace tmashmem {
 namespace detail {
@@ -33,108 +34,12 @@ struct AtomicBits {
   using type = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 };
 
-enum class AtomicOp { Add, Exch, And, Or, Xor };
-
-__device__ __forceinline__ uint32_t atom_sys(AtomicOp op, uint32_t* p, uint32_t v) {
-  uint32_t old = 0;
-  switch (op) {
-    case AtomicOp::Add:
-      asm volatile("atom.relaxed.sys.add.u32 %0, [%1], %2;"
-                   : "=r"(old)
-                   : "l"(p), "r"(v)
-                   : "memory");
-      break;
-    case AtomicOp::Exch:
-      asm volatile("atom.relaxed.sys.exch.b32 %0, [%1], %2;"
-                   : "=r"(old)
-                   : "l"(p), "r"(v)
-                   : "memory");
-      break;
-    case AtomicOp::And:
-      asm volatile("atom.relaxed.sys.and.b32 %0, [%1], %2;"
-                   : "=r"(old)
-                   : "l"(p), "r"(v)
-                   : "memory");
-      break;
-    case AtomicOp::Or:
-      asm volatile("atom.relaxed.sys.or.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-      break;
-    case AtomicOp::Xor:
-      asm volatile("atom.relaxed.sys.xor.b32 %0, [%1], %2;"
-                   : "=r"(old)
-                   : "l"(p), "r"(v)
-                   : "memory");
-      break;
-  }
-  return old;
-}
-
-__device__ __forceinline__ uint64_t atom_sys(AtomicOp op, uint64_t* p, uint64_t v) {
-  uint64_t old = 0;
-  switch (op) {
-    case AtomicOp::Add:
-      asm volatile("atom.relaxed.sys.add.u64 %0, [%1], %2;"
-                   : "=l"(old)
-                   : "l"(p), "l"(v)
-                   : "memory");
-      break;
-    case AtomicOp::Exch:
-      asm volatile("atom.relaxed.sys.exch.b64 %0, [%1], %2;"
-                   : "=l"(old)
-                   : "l"(p), "l"(v)
-                   : "memory");
-      break;
-    case AtomicOp::And:
-      asm volatile("atom.relaxed.sys.and.b64 %0, [%1], %2;"
-                   : "=l"(old)
-                   : "l"(p), "l"(v)
-                   : "memory");
-      break;
-    case AtomicOp::Or:
-      asm volatile("atom.relaxed.sys.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-      break;
-    case AtomicOp::Xor:
-      asm volatile("atom.relaxed.sys.xor.b64 %0, [%1], %2;"
-                   : "=l"(old)
-                   : "l"(p), "l"(v)
-                   : "memory");
-      break;
-  }
-  return old;
-}
-
-__device__ __forceinline__ uint32_t atom_cas_sys(uint32_t* p, uint32_t expected, uint32_t desired) {
-  uint32_t old;
-  asm volatile("atom.relaxed.sys.cas.b32 %0, [%1], %2, %3;"
-               : "=r"(old)
-               : "l"(p), "r"(expected), "r"(desired)
-               : "memory");
-  return old;
-}
-
-__device__ __forceinline__ uint64_t atom_cas_sys(uint64_t* p, uint64_t expected, uint64_t desired) {
-  uint64_t old;
-  asm volatile("atom.relaxed.sys.cas.b64 %0, [%1], %2, %3;"
-               : "=l"(old)
-               : "l"(p), "l"(expected), "l"(desired)
-               : "memory");
-  return old;
-}
-
-__device__ __forceinline__ void red_add_sys(uint32_t* p, uint32_t v) {
-  asm volatile("red.relaxed.sys.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ void red_add_sys(uint64_t* p, uint64_t v) {
-  asm volatile("red.relaxed.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 template <class T>
 __device__ __forceinline__ T atomic_rmw(const Ctx& ctx, AtomicOp op, T* dest, T value, int pe,
                                         const char* what) {
   using U = typename AtomicBits<T>::type;
   U* remote = reinterpret_cast<U*>(peer_address(ctx, dest, pe, sizeof(T), what));
-  return static_cast<T>(atom_sys(op, remote, static_cast<U>(value)));
+  return static_cast<T>(atom_relaxed_sys(op, remote, static_cast<U>(value)));
 }
 
 }  // namespace detail
@@ -151,7 +56,7 @@ template <class T>
 __device__ __forceinline__ void atomic_add(const Ctx& ctx, T* dest, T value, int pe) {
   using U = typename detail::AtomicBits<T>::type;
   U* remote = reinterpret_cast<U*>(detail::peer_address(ctx, dest, pe, sizeof(T), "atomic_add"));
-  detail::red_add_sys(remote, static_cast<U>(value));
+  detail::red_add_relaxed_sys(remote, static_cast<U>(value));
 }
 
 /// Atomically replaces PE `pe`'s `*dest` with `value`; returns the previous value.
@@ -169,7 +74,7 @@ __device__ __forceinline__ T atomic_compare_swap(const Ctx& ctx, T* dest, T expe
   U* remote =
       reinterpret_cast<U*>(detail::peer_address(ctx, dest, pe, sizeof(T), "atomic_compare_swap"));
   return static_cast<T>(
-      detail::atom_cas_sys(remote, static_cast<U>(expected), static_cast<U>(desired)));
+      detail::atom_cas_relaxed_sys(remote, static_cast<U>(expected), static_cast<U>(desired)));
 }
 
 /// Atomically ANDs `value` into PE `pe`'s `*dest`; returns the previous value.

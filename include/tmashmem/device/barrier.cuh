@@ -46,8 +46,13 @@
 #include <stdint.h>
 
 #include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/detail/atom.cuh"
+#include "tmashmem/device/detail/clock.cuh"
+#include "tmashmem/device/detail/fence.cuh"
+#include "tmashmem/device/detail/ld_st.cuh"
+#include "tmashmem/device/detail/threads.cuh"
 #include "tmashmem/device/order.cuh"
-#include "tmashmem/device/rma.cuh"
+#include "tmashmem/device/signal.cuh"
 #include "tmashmem/device/signal_pad.h"
 #include "tmashmem/device/status.cuh"
 
@@ -69,14 +74,10 @@ __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, 
   tmashmem_signal_pad_t* pad = signal_pad(ctx);
   const int me = ctx.my_pe;
   // When every PE runs on this GPU, a GPU-scope release covers every observer (signal.cuh).
-  const bool gpu_scope = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0;
+  const bool one_gpu = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0;
   for (int q = static_cast<int>(lane); q < ctx.n_pes; q += static_cast<int>(lanes)) {
     if (q == me) continue;
-    uint64_t* slot = ptr(ctx, &pad->barrier_epoch[me], q);
-    if (gpu_scope)
-      st_release_gpu(slot, epoch);
-    else
-      st_release_sys(slot, epoch);
+    signal_update_release(ptr(ctx, &pad->barrier_epoch[me], q), epoch, SignalOp::Set, one_gpu);
   }
   bool ok = true;
   for (int q = static_cast<int>(lane); q < ctx.n_pes && ok; q += static_cast<int>(lanes)) {
@@ -118,7 +119,7 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
       generation = ld_relaxed_gpu(&pad->grid_generation);
       // A grid of one block is its own last arrival: no atomic, and the count
       // stays 0 for the next multi-block barrier.
-      last = n_blocks == 1 || atom_acq_rel_gpu_add(&pad->grid_arrived, 1) == n_blocks - 1;
+      last = n_blocks == 1 || atom_add_acq_rel_gpu(&pad->grid_arrived, 1) == n_blocks - 1;
     }
     __syncwarp(mask);  // orders lane 0's arrival before the other lanes' stores
     last = __shfl_sync(mask, last, 0);

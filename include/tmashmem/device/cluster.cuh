@@ -7,40 +7,28 @@
 
 #include <cstdint>
 
+#include "tmashmem/device/detail/address.cuh"
+#include "tmashmem/device/detail/cluster.cuh"
+
 namespace tmashmem {
 
 /// This CTA's rank in its cluster, 0 .. cluster_num_ctas() - 1.
-__device__ __forceinline__ uint32_t cluster_cta_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
+__device__ __forceinline__ uint32_t cluster_cta_rank() { return detail::cluster_ctarank(); }
 
 /// CTAs in this cluster.
-__device__ __forceinline__ uint32_t cluster_num_ctas() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
+__device__ __forceinline__ uint32_t cluster_num_ctas() { return detail::cluster_nctarank(); }
 
 /// The shared::cluster address of `smem` (a shared-memory pointer of this CTA) in the CTA of
 /// rank `cta_rank`: the same offset in that CTA's shared memory. For PTX operands only.
 __device__ __forceinline__ uint32_t cluster_map_shared(const void* smem, uint32_t cta_rank) {
-  uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(cta_rank));
-  return remote;
+  return detail::mapa_shared_cluster(detail::smem_address(smem), cta_rank);
 }
 
 /// Every thread of every CTA of the cluster arrives (release) ...
-__device__ __forceinline__ void cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
+__device__ __forceinline__ void cluster_arrive() { detail::barrier_cluster_arrive_release(); }
 
 /// ... and waits (acquire) for all the others. Call both from every thread, convergent.
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
+__device__ __forceinline__ void cluster_wait() { detail::barrier_cluster_wait_acquire(); }
 
 /// cluster_arrive() then cluster_wait(): a full barrier over the cluster. Needed before a
 /// CTA touches another CTA's shared memory for the first time (the other CTA must have

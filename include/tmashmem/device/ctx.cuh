@@ -4,7 +4,7 @@
 // filled on the host by tmashmem_device_ctx(); nothing here reads a __constant__
 // symbol, so this works without relocatable device code and from NVRTC.
 //
-// Peer addressing is one multiply-add (DESIGN.md #2): PE q's copy of a symmetric
+// Peer addressing is one multiply-add (docs/design.md, decision 2): PE q's copy of a symmetric
 // address p is p + (q - my_pe) * peer_stride, valid when q is load/store reachable.
 //
 // Debug builds (define TMASHMEM_DEVICE_DEBUG before including any tmashmem device
@@ -30,26 +30,36 @@ __host__ __device__ __forceinline__ int my_pe(const Ctx& ctx) { return ctx.my_pe
 /// Number of PEs in the job.
 __host__ __device__ __forceinline__ int n_pes(const Ctx& ctx) { return ctx.n_pes; }
 
-/// True when `pe`'s heap is mapped into this PE's address space, so that loads,
+namespace detail {
+
+// The one decoder of the reachability fields that the context and every tensor handle
+// carry (ctx.h): PE `pe` is local PE first_local_pe + s, reachable when bit s is set.
+__host__ __device__ __forceinline__ bool reachable_local_pe(int first_local_pe, int n_local_pes,
+                                                            uint64_t reachable, int pe) {
+  const unsigned slot = static_cast<unsigned>(pe - first_local_pe);
+  return slot < static_cast<unsigned>(n_local_pes) && slot < 64u && ((reachable >> slot) & 1u) != 0;
+}
+
+}  // namespace detail
+
+/// True when PE `pe`'s heap is mapped into this PE's address space, so that loads,
 /// stores, atomics and bulk copies can reach it (always true for my_pe).
+__host__ __device__ __forceinline__ bool reachable(const Ctx& ctx, int pe) {
+  return detail::reachable_local_pe(ctx.first_local_pe, ctx.n_local_pes, ctx.reachable, pe);
+}
+
+/// The same as reachable(ctx, pe).
 __host__ __device__ __forceinline__ bool is_reachable(const Ctx& ctx, int pe) {
-  if (pe == ctx.my_pe) return true;
-  const int slot = pe - ctx.first_local_pe;
-  if (slot < 0 || slot >= ctx.n_local_pes || slot >= 64) return false;
-  const uint32_t word = slot < 32 ? ctx.reachable_lo : ctx.reachable_hi;
-  return ((word >> (slot & 31)) & 1u) != 0;
+  return reachable(ctx, pe);
 }
 
 /// True when every PE of the job is load/store reachable from this one (one node,
 /// peer access everywhere): what the device barriers need.
 __host__ __device__ __forceinline__ bool all_reachable(const Ctx& ctx) {
-  if (ctx.first_local_pe != 0 || ctx.n_local_pes != ctx.n_pes || ctx.n_pes <= 0 || ctx.n_pes > 64 ||
-      ctx.my_pe < 0 || ctx.my_pe >= ctx.n_pes)
+  if (ctx.first_local_pe != 0 || ctx.n_local_pes != ctx.n_pes || ctx.n_pes <= 0 || ctx.n_pes > 64)
     return false;
-  const uint64_t mask =
-      (uint64_t(ctx.reachable_hi) << 32 | ctx.reachable_lo) | (uint64_t(1) << ctx.my_pe);
   const uint64_t all = ctx.n_pes == 64 ? ~uint64_t(0) : (uint64_t(1) << ctx.n_pes) - 1;
-  return (mask & all) == all;
+  return (ctx.reachable & all) == all;
 }
 
 /// True when [p, p + bytes) lies in this PE's heap as the context knows it. A

@@ -8,9 +8,11 @@
 // Contract:
 //  - The barrier lives in shared memory, 8-byte aligned (`__shared__ tmashmem::Mbarrier b;`).
 //  - One thread calls init(); then the block synchronises (__syncthreads, or cluster_sync()
-//    when other CTAs of the cluster signal it) before any thread or copy uses it. init()
-//    already issues fence.mbarrier_init so the initialisation is visible to the async proxy
-//    and to the cluster.
+//    when other CTAs of the cluster signal it) before any OTHER thread or any copy uses it.
+//    init() issues fence.mbarrier_init.release.cluster after mbarrier.init, which makes the
+//    initialisation visible to the async proxy (TMA complete_tx) and to the cluster; the
+//    barrier orders it before the other threads' arrivals and waits. The initialising thread
+//    itself may issue copies on the barrier right after init() without a sync.
 //  - Per phase, exactly `arrivals` arrive / arrive_expect_tx calls; the bytes announced by
 //    expect_tx must equal the bytes the copies complete (tensor.box_bytes per tile get).
 //    The announcement may come before or after the copies complete.
@@ -21,7 +23,10 @@
 
 #include <cstdint>
 
-#include "tmashmem/device/order.cuh"
+#include "tmashmem/device/detail/address.cuh"
+#include "tmashmem/device/detail/clock.cuh"
+#include "tmashmem/device/detail/fence.cuh"
+#include "tmashmem/device/detail/mbarrier.cuh"
 #include "tmashmem/device/status.cuh"
 
 namespace tmashmem {
@@ -30,60 +35,36 @@ struct alignas(8) Mbarrier {
   uint64_t word;
 
   /// 32-bit shared-memory address of the barrier, as PTX operands take it.
-  __device__ __forceinline__ uint32_t smem_address() const {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(&word));
-  }
+  __device__ __forceinline__ uint32_t smem_address() const { return detail::smem_address(&word); }
 
   /// One thread, before any use: `arrivals` arrivals complete each phase.
   __device__ __forceinline__ void init(uint32_t arrivals) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address()), "r"(arrivals)
-                 : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    detail::mbarrier_init(smem_address(), arrivals);
+    detail::fence_mbarrier_init();
   }
 
   /// Ends the barrier's life so the shared memory can be reused (no phase may be pending).
-  __device__ __forceinline__ void inval() {
-    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_address()) : "memory");
-  }
+  __device__ __forceinline__ void inval() { detail::mbarrier_inval(smem_address()); }
 
   /// One arrival (release at CTA scope). Returns the barrier state token.
-  __device__ __forceinline__ uint64_t arrive() {
-    uint64_t state;
-    asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];"
-                 : "=l"(state)
-                 : "r"(smem_address())
-                 : "memory");
-    return state;
-  }
+  __device__ __forceinline__ uint64_t arrive() { return detail::mbarrier_arrive(smem_address()); }
 
   /// One arrival that also announces `bytes` more transaction bytes for this phase: the
   /// usual call of the thread that issues a get (bytes = tensor.box_bytes per tile).
   /// `bytes` < 2^20.
   __device__ __forceinline__ void arrive_expect_tx(uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address()),
-                 "r"(bytes)
-                 : "memory");
+    detail::mbarrier_arrive_expect_tx(smem_address(), bytes);
   }
 
   /// Announces `bytes` more transaction bytes without arriving.
   __device__ __forceinline__ void expect_tx(uint32_t bytes) {
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_address()),
-                 "r"(bytes)
-                 : "memory");
+    detail::mbarrier_expect_tx(smem_address(), bytes);
   }
 
   /// One probe: true once the phase with this parity has completed. The hardware may
   /// suspend the thread for a short, implementation-defined time before answering false.
   __device__ __forceinline__ bool try_wait(uint32_t parity) {
-    uint32_t done;
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(smem_address()), "r"(parity)
-        : "memory");
-    return done != 0;
+    return detail::mbarrier_try_wait_parity(smem_address(), parity);
   }
 
   /// Waits for the phase with this parity, at most `timeout_ns` nanoseconds (0: no

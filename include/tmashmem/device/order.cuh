@@ -1,6 +1,6 @@
 // Ordering and completion of a thread's communication: fence() and quiet().
 //
-// Memory-ordering contract (DESIGN.md, "Memory model of the device API"):
+// Memory-ordering contract (docs/device-api.md, "Memory-ordering contract"):
 //
 // - Blocking puts (p, put, put_warp, put_block) are ordinary (weak) stores into the
 //   peer's memory; atomics are relaxed system-scope atomics; put_nbi / get_nbi move
@@ -30,124 +30,13 @@
 
 #include <stdint.h>
 
+#include "tmashmem/device/detail/atom.cuh"
+#include "tmashmem/device/detail/bulk.cuh"
+#include "tmashmem/device/detail/clock.cuh"
+#include "tmashmem/device/detail/fence.cuh"
+#include "tmashmem/device/detail/ld_st.cuh"
+
 namespace tmashmem {
-namespace detail {
-
-// ---- strong memory operations on generic addresses (global memory) ----------
-
-__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ uint64_t ld_relaxed_sys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ uint64_t ld_acquire_gpu(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ uint64_t ld_relaxed_gpu(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void st_release_sys(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void st_release_gpu(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void st_relaxed_gpu(uint64_t* p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
-  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void red_relaxed_sys_add(uint64_t* p, uint64_t v) {
-  asm volatile("red.relaxed.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void red_relaxed_gpu_add(uint64_t* p, uint64_t v) {
-  asm volatile("red.relaxed.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void red_release_sys_add(uint64_t* p, uint64_t v) {
-  asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void red_release_gpu_add(uint64_t* p, uint64_t v) {
-  asm volatile("red.release.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ uint64_t atom_acq_rel_gpu_add(uint64_t* p, uint64_t v) {
-  uint64_t old;
-  asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
-}
-
-// ---- fences -----------------------------------------------------------------
-
-__device__ __forceinline__ void fence_acq_rel_sys() {
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-
-__device__ __forceinline__ void fence_sc_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
-
-// Orders this thread's generic-proxy accesses (all state spaces) with its
-// async-proxy (cp.async.bulk) accesses, both ways.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async;" ::: "memory");
-}
-
-// Waits until every bulk async-group this thread committed has completed, its
-// writes included; completion makes the writes visible to the generic proxy.
-__device__ __forceinline__ void bulk_wait_all() {
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-}
-
-// ---- time ---------------------------------------------------------------------
-
-// Nanoseconds from the GPU's global timer (same clock on every SM).
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// A deadline for a bounded wait: 0 means "no bound". The clock starts at the 64th
-// call to expired() and is read only every 64th call after that, so a wait that
-// ends within 64 calls (a call per poll, or per burst of polls) never reads the
-// global timer (it costs more than a poll), and a wait reports expiry no earlier
-// than timeout_ns after it began.
-struct Deadline {
-  uint64_t timeout_ns;
-  uint64_t end_ns = 0;
-  unsigned calls = 0;
-  __device__ __forceinline__ explicit Deadline(uint64_t timeout) : timeout_ns(timeout) {}
-  __device__ __forceinline__ bool expired() {
-    if (timeout_ns == 0 || (++calls & 63u) != 0) return false;
-    const uint64_t now = global_timer_ns();
-    if (end_ns == 0) {
-      end_ns = now + timeout_ns;
-      return false;
-    }
-    return now >= end_ns;
-  }
-};
-
-}  // namespace detail
 
 /// Orders this thread's communication: every put, atomic and signal issued before
 /// fence() is delivered to each peer before every one issued after it, as seen by
@@ -166,9 +55,11 @@ __device__ __forceinline__ void fence() {
 /// __syncthreads). Bulk copies fence the issuing thread's own accesses; every other
 /// thread that wrote a put_nbi source (or will be overwritten by a get_nbi) calls
 /// this before the barrier that precedes the issuing call.
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-}
+__device__ __forceinline__ void fence_proxy_async_global() { detail::fence_proxy_async_global(); }
+
+/// Orders this thread's earlier ordinary shared-memory stores before later async-proxy
+/// reads of them (tile puts, reduces, DSMEM copies issued after a barrier, by any thread).
+__device__ __forceinline__ void fence_proxy_async_shared() { detail::fence_proxy_async_shared(); }
 
 /// Completes all of this thread's communication: every bulk copy it issued has
 /// finished writing (source and destination both final), and all its puts,

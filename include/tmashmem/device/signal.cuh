@@ -32,18 +32,20 @@
 // - Comparisons are unsigned 64-bit: seen OP value.
 // - Scope: system scope, except that when every PE of the job runs on this PE's GPU
 //   (tmashmem_ctx_t.flags & TMASHMEM_CTX_FLAG_ONE_GPU) the releasing calls
-//   (signal_op, put_signal*) release at GPU scope, which covers every thread that can
-//   observe the signal and every byte it publishes, and costs less than a system
-//   fence. Relaxed updates and the acquire polls of signal_wait_until are system
-//   scope always: on an H200 they cost what GPU-scope ones do, and choosing the scope
-//   at run time (a branch on ctx.flags between the poll and the next send) measured
-//   0.03-0.05 us slower per round trip than either fixed scope (tmashmem-signal-cost).
+//   (signal_op, put_signal*, tma_put_tile_signal) release at GPU scope, which covers
+//   every thread that can observe the signal and every byte it publishes, and costs
+//   less than a system fence. Relaxed updates and the acquire polls of
+//   signal_wait_until are system scope always (docs/device-api.md, "Why it is built
+//   this way").
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/detail/atom.cuh"
+#include "tmashmem/device/detail/clock.cuh"
+#include "tmashmem/device/detail/ld_st.cuh"
 #include "tmashmem/device/order.cuh"
 #include "tmashmem/device/rma.cuh"
 #include "tmashmem/device/status.cuh"
@@ -110,76 +112,56 @@ __host__ __device__ __forceinline__ const char* cmp_name(Cmp cmp) {
 }
 
 // Applies op to an already translated signal address with release semantics, at
-// system scope, or at GPU scope when the whole job runs on this GPU (ctx.h:
-// TMASHMEM_CTX_FLAG_ONE_GPU), where every observer and every published byte is on
-// this GPU and a system-scope fence would only add latency.
+// system scope, or at GPU scope when the whole job runs on this GPU (`one_gpu`, from
+// ctx.h's TMASHMEM_CTX_FLAG_ONE_GPU), where every observer and every published byte
+// is on this GPU and a system-scope fence would only add latency. The one signal
+// path: signal_op, put_signal*, tma_put_tile_signal and the on-stream kernel use it.
 __device__ __forceinline__ void signal_update_release(uint64_t* sig, uint64_t value, SignalOp op,
-                                                      bool gpu_scope = false) {
-  if (gpu_scope) {
+                                                      bool one_gpu = false) {
+  if (one_gpu) {
     if (op == SignalOp::Add)
-      red_release_gpu_add(sig, value);
+      red_add_release_gpu(sig, value);
     else
       st_release_gpu(sig, value);
     return;
   }
   if (op == SignalOp::Add)
-    red_release_sys_add(sig, value);
+    red_add_release_sys(sig, value);
   else
     st_release_sys(sig, value);
 }
 
-// Applies op with no ordering at all (relaxed), at system scope (GPU scope only for
-// tmashmem-signal-cost's comparison; see the contract above).
-__device__ __forceinline__ void signal_update_relaxed(uint64_t* sig, uint64_t value, SignalOp op,
-                                                      bool gpu_scope = false) {
-  if (gpu_scope) {
-    if (op == SignalOp::Add)
-      red_relaxed_gpu_add(sig, value);
-    else
-      st_relaxed_gpu(sig, value);
-    return;
-  }
+// Applies op with no ordering at all (relaxed), at system scope.
+__device__ __forceinline__ void signal_update_relaxed(uint64_t* sig, uint64_t value, SignalOp op) {
   if (op == SignalOp::Add)
-    red_relaxed_sys_add(sig, value);
+    red_add_relaxed_sys(sig, value);
   else
     st_relaxed_sys(sig, value);
 }
 
-template <bool kGpuScope>
-__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* sig) {
-  return kGpuScope ? ld_acquire_gpu(sig) : ld_acquire_sys(sig);
-}
-
 // Polls until the comparison holds (true) or the deadline passes (false); `seen` is
 // the last value read. The polls run in unrolled bursts of kPollBurst with nothing
-// between two polls but the load and the compare: no counter and no branch back per
-// poll, because the detection latency of a ping-pong follows the poll loop's period
-// (a counted loop, one counter update and back branch per poll, measured 0.15-0.2 us
-// slower per round trip than a bare poll loop on an H200: docs/performance.md). The
-// deadline is asked once per burst (it reads the clock only every 64th time). An
-// acquire load per poll: at system scope on an H200 it costs no more than a relaxed poll,
-// while a relaxed poll followed by an acquire fence adds the fence, about 0.3 us.
+// between two polls but the load and the compare (no counter, no back branch per
+// poll: the detection latency follows the loop's period). The deadline is asked once
+// per burst (it reads the clock only every 64th time). One acquire load per poll
+// (docs/device-api.md, "Why it is built this way").
 constexpr int kPollBurst = 8;
 
-template <bool kGpuScope>
 __device__ __forceinline__ bool poll_until(const uint64_t* sig, Cmp cmp, uint64_t value,
                                            uint64_t timeout_ns, uint64_t& seen) {
   Deadline deadline(timeout_ns);
   for (;;) {
 #pragma unroll
     for (int i = 0; i < kPollBurst; ++i)
-      if (compare(seen = ld_acquire<kGpuScope>(sig), cmp, value)) return true;
+      if (compare(seen = ld_acquire_sys(sig), cmp, value)) return true;
     if (deadline.expired()) return false;
   }
 }
 
 __device__ __forceinline__ Status wait_until(const uint64_t* sig, Cmp cmp, uint64_t value,
-                                             uint64_t timeout_ns, int rank, int from_pe,
-                                             bool gpu_scope = false) {
+                                             uint64_t timeout_ns, int rank, int from_pe) {
   uint64_t seen = 0;
-  if (gpu_scope ? poll_until<true>(sig, cmp, value, timeout_ns, seen)
-                : poll_until<false>(sig, cmp, value, timeout_ns, seen))
-    return Status::Ok;
+  if (poll_until(sig, cmp, value, timeout_ns, seen)) return Status::Ok;
 #ifdef TMASHMEM_DEVICE_DEBUG
   printf(
       "[tmashmem rank %d] signal_wait_until timed out after %llu ns: signal at %p (from PE %d) "
@@ -212,8 +194,7 @@ __device__ __forceinline__ void signal_op(const Ctx& ctx, uint64_t* sig, uint64_
 /// orders every earlier write of this thread (and of threads that synchronised
 /// with it, e.g. through __syncthreads) before it: fence + relaxed store is a
 /// release. This is what NVSHMEM's nvshmemx_signal_op does for a P2P peer (a
-/// plain store or atomic); it saves the release's fence, about 0.3 us per signal
-/// on an H200 (docs/performance.md). Thread scope.
+/// plain store or atomic); it saves the release's fence. Thread scope.
 __device__ __forceinline__ void signal_op_relaxed(const Ctx& ctx, uint64_t* sig, uint64_t value,
                                                   SignalOp op, int pe) {
   detail::signal_update_relaxed(

@@ -1,4 +1,4 @@
-// The symmetric heap on a real GPU (issue 2): sizes from 1 byte to past the first
+// The symmetric heap on a real GPU: sizes from 1 byte to past the first
 // chunk; a kernel on every PE writes a PE-specific random pattern into every
 // peer's copy through tmashmem_ptr; every PE checks all of it, with guard bytes
 // around each segment. Then 50 init/finalize cycles with device free memory back

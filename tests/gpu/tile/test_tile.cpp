@@ -435,9 +435,9 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
     REQUIRE(tmashmem_test::all_ranks(st == TMASHMEM_SUCCESS));
     views.views.push_back(v);
   }
-  tmashmem_tile_tensor_t src_h, dst_h;
-  REQUIRE(tmashmem_tensor_device(src, &src_h) == TMASHMEM_SUCCESS);
-  REQUIRE(tmashmem_tensor_device(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
+  tmashmem_tensor_handle_t src_h, dst_h;
+  REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
+  REQUIRE(tmashmem_tensor_handle(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
   REQUIRE(src_h.box_bytes == c.box_bytes);
   REQUIRE(src_h.smem_bytes == c.smem_bytes);
 
@@ -723,9 +723,9 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
   REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_view(dst + kGuard, &c.desc, &v) ==
                                    TMASHMEM_SUCCESS));
   views.views.push_back(v);
-  tmashmem_tile_tensor_t src_h, dst_h;
-  REQUIRE(tmashmem_tensor_device(src, &src_h) == TMASHMEM_SUCCESS);
-  REQUIRE(tmashmem_tensor_device(v, &dst_h) == TMASHMEM_SUCCESS);
+  tmashmem_tensor_handle_t src_h, dst_h;
+  REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
+  REQUIRE(tmashmem_tensor_handle(v, &dst_h) == TMASHMEM_SUCCESS);
 
   const auto tiles = grid_edge_tiles(c);
   std::vector<TileJob> jobs;
@@ -827,8 +827,8 @@ bool run_signal(const Case& c, uint32_t round) {
     REQUIRE(tmashmem_test::all_ranks(st == TMASHMEM_SUCCESS));
     views.views.push_back(v);
   }
-  tmashmem_tile_tensor_t dst_h;
-  REQUIRE(tmashmem_tensor_device(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
+  tmashmem_tensor_handle_t dst_h;
+  REQUIRE(tmashmem_tensor_handle(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
   const LayoutParams layout = layout_of(c);
   std::vector<std::vector<int32_t>> tiles;
   for (const auto& t : edge_tiles(c))
@@ -849,8 +849,10 @@ bool run_signal(const Case& c, uint32_t round) {
   DeviceArray<uint64_t> expected_d(std::vector<uint64_t>(static_cast<size_t>(n), tiles.size()));
   DeviceArray<KernelStatus> status(1);
   REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
-  CUDA_CHECK(tile_test::launch_put_signal(dst_h, layout, jobs_d.ptr, static_cast<int>(jobs.size()),
-                                          signal, round, 8));
+  tmashmem_ctx_t ctx;
+  REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
+  CUDA_CHECK(tile_test::launch_put_signal(ctx, dst_h, layout, jobs_d.ptr,
+                                          static_cast<int>(jobs.size()), signal, round, 8));
   CUDA_CHECK(tile_test::launch_consume(dst + kGuard, c.slot_bytes, layout, shapes_d.ptr,
                                        static_cast<int>(shapes.size()), signal, expected_d.ptr, n,
                                        round, status.ptr, kTimeoutNs));
@@ -922,8 +924,8 @@ TEST_CASE("tile: cluster multicast delivers one read to every CTA, clusters of 2
       }
       CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src), src_bytes[static_cast<size_t>(me)].data(),
                             c.extent, cudaMemcpyHostToDevice));
-      tmashmem_tile_tensor_t src_h;
-      REQUIRE(tmashmem_tensor_device(src, &src_h) == TMASHMEM_SUCCESS);
+      tmashmem_tensor_handle_t src_h;
+      REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
       const int n_clusters = 3;
       const auto tiles = edge_tiles(c);
       std::vector<TileJob> jobs;

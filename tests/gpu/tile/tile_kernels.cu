@@ -10,17 +10,13 @@ namespace tile_test {
 namespace {
 
 using tmashmem::Mbarrier;
+using tmashmem::TensorHandle;
 using tmashmem::TileCoord;
 using tmashmem::TileReduceOp;
-using tmashmem::TileTensor;
 
 constexpr uint32_t kAlign = 1024;
 
-__device__ uint8_t* aligned_smem(uint8_t* raw) {
-  uintptr_t shared = static_cast<uintptr_t>(__cvta_generic_to_shared(raw));
-  uintptr_t pad = (kAlign - shared % kAlign) % kAlign;
-  return raw + pad;
-}
+__device__ uint8_t* aligned_smem(uint8_t* raw) { return tmashmem::align_smem<kAlign>(raw); }
 
 __device__ TileCoord coord_of(const int32_t* c, uint32_t rank) {
   switch (rank) {
@@ -52,7 +48,7 @@ __device__ void dump_tile(const uint8_t* smem, uint8_t* out, uint32_t bytes) {
 }
 
 template <int Mode>  // 0: put, 1 + op: reduce
-__device__ void issue_store(const TileTensor& dst, int pe, const TileCoord& c,
+__device__ void issue_store(const TensorHandle& dst, int pe, const TileCoord& c,
                             const uint8_t* tile) {
   if constexpr (Mode == 0) tmashmem::tma_put_tile(dst, pe, c, tile);
   if constexpr (Mode == 1 + kAdd) tmashmem::tma_reduce_tile<TileReduceOp::add>(dst, pe, c, tile);
@@ -68,8 +64,8 @@ __device__ void issue_store(const TileTensor& dst, int pe, const TileCoord& c,
 }
 
 template <int Mode>
-__global__ void get_store_kernel(const __grid_constant__ TileTensor src,
-                                 const __grid_constant__ TileTensor dst, const TileJob* jobs,
+__global__ void get_store_kernel(const __grid_constant__ TensorHandle src,
+                                 const __grid_constant__ TensorHandle dst, const TileJob* jobs,
                                  int n_jobs, uint8_t* dump, uint64_t dump_stride,
                                  KernelStatus* status, uint64_t timeout_ns) {
   extern __shared__ uint8_t smem_raw[];
@@ -126,7 +122,7 @@ __device__ uint64_t element_linear(const LayoutParams& l, const int64_t* e) {
 
 // Decomposes tile-local element index `k` (box order, innermost first) into the element
 // coordinates; false when outside the tensor.
-__device__ bool tile_element(const TileTensor& t, const LayoutParams& l, const int32_t* coords,
+__device__ bool tile_element(const TensorHandle& t, const LayoutParams& l, const int32_t* coords,
                              uint32_t k, int64_t* e) {
   bool inside = true;
   for (uint32_t i = 0; i < t.rank; ++i) {
@@ -137,7 +133,8 @@ __device__ bool tile_element(const TileTensor& t, const LayoutParams& l, const i
   return inside;
 }
 
-__global__ void put_signal_kernel(const __grid_constant__ TileTensor dst, LayoutParams layout,
+__global__ void put_signal_kernel(const __grid_constant__ tmashmem_ctx_t ctx,
+                                  const __grid_constant__ TensorHandle dst, LayoutParams layout,
                                   const TileJob* jobs, int n_jobs, uint64_t* signal,
                                   uint32_t round) {
   extern __shared__ uint8_t smem_raw[];
@@ -157,7 +154,7 @@ __global__ void put_signal_kernel(const __grid_constant__ TileTensor dst, Layout
     tmashmem::fence_proxy_async_shared();
     __syncthreads();
     if (threadIdx.x == 0)
-      tmashmem::tma_put_tile_signal(dst, job.put_pe, coord_of(job.coords, dst.rank), tile,
+      tmashmem::tma_put_tile_signal(ctx, dst, job.put_pe, coord_of(job.coords, dst.rank), tile,
                                     signal + dst.my_pe, 1, tmashmem::SignalOp::Add);
     __syncthreads();  // the tile is free again: tma_put_tile_signal waited for completion
   }
@@ -213,7 +210,7 @@ __global__ void consume_kernel(const uint8_t* slots, uint64_t slot_bytes, Layout
   }
 }
 
-__global__ void multicast_kernel(const __grid_constant__ TileTensor src, const TileJob* jobs,
+__global__ void multicast_kernel(const __grid_constant__ TensorHandle src, const TileJob* jobs,
                                  uint8_t* dump, uint64_t dump_stride, KernelStatus* status,
                                  uint64_t timeout_ns) {
   extern __shared__ uint8_t smem_raw[];
@@ -295,7 +292,7 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
 }
 
 template <int Mode>
-cudaError_t launch_store(const TileTensor& src, const TileTensor& dst, const TileJob* jobs,
+cudaError_t launch_store(const TensorHandle& src, const TensorHandle& dst, const TileJob* jobs,
                          int n_jobs, uint8_t* dump, uint64_t dump_stride, KernelStatus* status,
                          int blocks, uint64_t timeout_ns) {
   const size_t smem = tile_smem(src.smem_bytes, 1);
@@ -326,14 +323,14 @@ cudaError_t launch_clusters(Kernel kernel, int cluster, int n_clusters, size_t s
 
 }  // namespace
 
-cudaError_t launch_get_put(const tmashmem_tile_tensor_t& src, const tmashmem_tile_tensor_t& dst,
+cudaError_t launch_get_put(const tmashmem_tensor_handle_t& src, const tmashmem_tensor_handle_t& dst,
                            const TileJob* jobs, int n_jobs, uint8_t* dump, uint64_t dump_stride,
                            KernelStatus* status, int blocks, uint64_t timeout_ns) {
   return launch_store<0>(src, dst, jobs, n_jobs, dump, dump_stride, status, blocks, timeout_ns);
 }
 
-cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tile_tensor_t& src,
-                              const tmashmem_tile_tensor_t& dst, const TileJob* jobs, int n_jobs,
+cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tensor_handle_t& src,
+                              const tmashmem_tensor_handle_t& dst, const TileJob* jobs, int n_jobs,
                               KernelStatus* status, int blocks, uint64_t timeout_ns) {
   switch (op) {
     case kAdd:
@@ -356,13 +353,13 @@ cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tile_tensor_t& src,
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_put_signal(const tmashmem_tile_tensor_t& dst, LayoutParams layout,
-                              const TileJob* jobs, int n_jobs, uint64_t* signal, uint32_t round,
-                              int blocks) {
+cudaError_t launch_put_signal(const tmashmem_ctx_t& ctx, const tmashmem_tensor_handle_t& dst,
+                              LayoutParams layout, const TileJob* jobs, int n_jobs,
+                              uint64_t* signal, uint32_t round, int blocks) {
   const size_t smem = tile_smem(dst.smem_bytes, 1);
   cudaError_t e = allow_smem(put_signal_kernel, smem);
   if (e != cudaSuccess) return e;
-  put_signal_kernel<<<blocks, 128, smem>>>(dst, layout, jobs, n_jobs, signal, round);
+  put_signal_kernel<<<blocks, 128, smem>>>(ctx, dst, layout, jobs, n_jobs, signal, round);
   return cudaGetLastError();
 }
 
@@ -375,7 +372,7 @@ cudaError_t launch_consume(const uint8_t* slots, uint64_t slot_bytes, LayoutPara
   return cudaGetLastError();
 }
 
-cudaError_t launch_multicast(const tmashmem_tile_tensor_t& src, const TileJob* jobs, int cluster,
+cudaError_t launch_multicast(const tmashmem_tensor_handle_t& src, const TileJob* jobs, int cluster,
                              int n_clusters, uint8_t* dump, uint64_t dump_stride,
                              KernelStatus* status, uint64_t timeout_ns) {
   const size_t smem = tile_smem(src.smem_bytes, static_cast<uint32_t>(cluster));

@@ -7,7 +7,8 @@
 
 #include <cstdint>
 
-#include "tmashmem/tile_tensor.h"
+#include "tmashmem/ctx.h"
+#include "tmashmem/tensor_handle.h"
 
 #ifdef __CUDACC__
 #define TILE_TEST_HD __host__ __device__
@@ -72,22 +73,22 @@ TILE_TEST_HD inline uint8_t pattern_byte(int pe, uint64_t linear, uint32_t b, ui
 // Shared memory per CTA: 1024 bytes of alignment slack plus the tiles.
 
 // Jobs as above with plain puts.
-cudaError_t launch_get_put(const tmashmem_tile_tensor_t& src, const tmashmem_tile_tensor_t& dst,
+cudaError_t launch_get_put(const tmashmem_tensor_handle_t& src, const tmashmem_tensor_handle_t& dst,
                            const TileJob* jobs, int n_jobs, uint8_t* dump, uint64_t dump_stride,
                            KernelStatus* status, int blocks, uint64_t timeout_ns);
 
 // Jobs with tma_reduce_tile<op> instead of the put.
-cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tile_tensor_t& src,
-                              const tmashmem_tile_tensor_t& dst, const TileJob* jobs, int n_jobs,
+cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tensor_handle_t& src,
+                              const tmashmem_tensor_handle_t& dst, const TileJob* jobs, int n_jobs,
                               KernelStatus* status, int blocks, uint64_t timeout_ns);
 
 // Producer: for each job, every thread writes pattern_byte(my_pe, ...) into the shared tile
 // with ordinary stores (elements at coords + k, swizzle none, element strides 1), then one
 // thread puts it to put_pe with tma_put_tile_signal(add 1) on `signal` (symmetric,
 // slot my_pe of put_pe's array).
-cudaError_t launch_put_signal(const tmashmem_tile_tensor_t& dst, LayoutParams layout,
-                              const TileJob* jobs, int n_jobs, uint64_t* signal, uint32_t round,
-                              int blocks);
+cudaError_t launch_put_signal(const tmashmem_ctx_t& ctx, const tmashmem_tensor_handle_t& dst,
+                              LayoutParams layout, const TileJob* jobs, int n_jobs,
+                              uint64_t* signal, uint32_t round, int blocks);
 
 // Consumer: waits (acquire, bounded) until signal[p] >= expected[p] for every PE p, then
 // checks every in-bounds element of every tile at tiles[j].coords (extent layout.box) in
@@ -102,7 +103,7 @@ cudaError_t launch_consume(const uint8_t* slots, uint64_t slot_bytes, LayoutPara
 // multicast get of jobs[k * cluster + r] (from get_pe) to every CTA of its cluster, into
 // shared slot r; each CTA then dumps all `cluster` slots to
 // dump + ((k * cluster + my_rank) * cluster + slot) * dump_stride.
-cudaError_t launch_multicast(const tmashmem_tile_tensor_t& src, const TileJob* jobs, int cluster,
+cudaError_t launch_multicast(const tmashmem_tensor_handle_t& src, const TileJob* jobs, int cluster,
                              int n_clusters, uint8_t* dump, uint64_t dump_stride,
                              KernelStatus* status, uint64_t timeout_ns);
 

@@ -1,18 +1,19 @@
-/* tmashmem tile tensor: the POD handle of a symmetric tensor that kernels take by value.
+/* tmashmem tensor handle: the POD device handle of a symmetric tensor (the host object is
+ * tmashmem_tensor_t, tmashmem/tensor.h), which kernels take by value.
  *
- * The host fills it with tmashmem_tensor_device() (tmashmem/tensor.h); kernels take it as
- * a `const __grid_constant__ tmashmem_tile_tensor_t` parameter and hand it to the tile
+ * The host fills it with tmashmem_tensor_handle() (tmashmem/tensor.h); kernels take it as
+ * a `const __grid_constant__ tmashmem_tensor_handle_t` parameter and hand it to the tile
  * calls of tmashmem/device/tile.cuh. Plain C so that host code, nvcc and NVRTC all see
  * the same layout; the size is checked by static_assert.
  *
  * The map table it points to lives in device global memory, written once by the host
  * before any kernel can see the handle, and never modified while the tensor lives. */
-#ifndef TMASHMEM_TILE_TENSOR_H
-#define TMASHMEM_TILE_TENSOR_H
+#ifndef TMASHMEM_TENSOR_HANDLE_H
+#define TMASHMEM_TENSOR_HANDLE_H
 
 #include <stdint.h>
 
-#define TMASHMEM_TILE_TENSOR_VERSION 1u
+#define TMASHMEM_TENSOR_HANDLE_VERSION 2u
 #define TMASHMEM_TENSOR_MAX_RANK 5
 /* Bytes of one CUtensorMap, the unit of the map table. */
 #define TMASHMEM_TENSOR_MAP_BYTES 128u
@@ -23,7 +24,7 @@ extern "C" {
 
 /* Element types, numbered like CUtensorMapDataType (sm_90 types only). FP8 (e4m3, e5m2)
  * and other byte-sized types travel as U8. TMA never converts: it copies, and only
- * tma_reduce_tile interprets the type (tile.cuh lists which operations take which). */
+ * tma_reduce_tile interprets the type (docs/device-api.md, "Which dtypes each reduce takes"). */
 typedef enum tmashmem_dtype {
   TMASHMEM_DTYPE_U8 = 0,
   TMASHMEM_DTYPE_U16 = 1,
@@ -50,8 +51,8 @@ typedef enum tmashmem_swizzle {
   TMASHMEM_SWIZZLE_128B = 3
 } tmashmem_swizzle_t;
 
-typedef struct tmashmem_tile_tensor {
-  uint32_t version;    /* TMASHMEM_TILE_TENSOR_VERSION */
+typedef struct tmashmem_tensor_handle_s {
+  uint32_t version;    /* TMASHMEM_TENSOR_HANDLE_VERSION */
   uint32_t dtype;      /* tmashmem_dtype_t */
   uint32_t rank;       /* 1..5: the number of coordinates every tile call takes */
   uint32_t elem_bytes; /* bytes of one element */
@@ -61,8 +62,7 @@ typedef struct tmashmem_tile_tensor {
   int32_t my_pe;          /* the PE that filled this handle */
   int32_t first_local_pe; /* map slot s belongs to PE first_local_pe + s */
   int32_t n_local_pes;    /* slots 0 .. n_local_pes-1 are PEs; slot n_local_pes is multicast */
-  uint32_t reachable_lo;  /* bit s: slot s holds a valid map (the PE is load/store reachable) */
-  uint32_t reachable_hi;  /* bits 32..63 of the same mask */
+  uint64_t reachable;     /* bit s: slot s holds a valid map; the same mask as tmashmem_ctx_t's */
   uint32_t has_multicast; /* 1 when slot n_local_pes holds a multicast map (0 in this release) */
   uint32_t interleave;    /* tmashmem_interleave_t (tmashmem/tensor.h); 0 = none */
   uint64_t maps;          /* device address of the map table: n_local_pes + 1 CUtensorMaps of
@@ -76,12 +76,12 @@ typedef struct tmashmem_tile_tensor {
                           padded to the span (seen on H200) */
   uint32_t reserved1;
   uint64_t reserved[2];
-} tmashmem_tile_tensor_t;
+} tmashmem_tensor_handle_t;
 
 #ifdef __cplusplus
 }
-static_assert(sizeof(tmashmem_tile_tensor_t) == 160,
-              "tmashmem_tile_tensor_t layout changed: bump TMASHMEM_TILE_TENSOR_VERSION");
+static_assert(sizeof(tmashmem_tensor_handle_t) == 160,
+              "tmashmem_tensor_handle_t layout changed: bump TMASHMEM_TENSOR_HANDLE_VERSION");
 #endif
 
-#endif /* TMASHMEM_TILE_TENSOR_H */
+#endif /* TMASHMEM_TENSOR_HANDLE_H */

@@ -1,0 +1,15 @@
+// The one host fill of the reachability mask that tmashmem_ctx_t and every
+// tmashmem_tensor_handle_t carry (tmashmem/ctx.h, field `reachable`).
+#pragma once
+
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+namespace tmashmem {
+
+// Bit s: local PE rt.first_local_pe + s is load/store reachable. The caller holds
+// rt.mutex and the runtime is initialised.
+uint64_t reachable_mask(const Runtime& rt);
+
+}  // namespace tmashmem
