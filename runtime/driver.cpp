@@ -109,7 +109,21 @@ tmashmem_status_t load_driver() {
 
 void install_driver(const DriverApi* api) { g_installed = api; }
 
-tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line) {
+namespace {
+
+tmashmem_status_t format_cuda_failure(bool out_of_memory, const char* what, const char* name,
+                                      const char* text, const char* file, int line,
+                                      const char* fix) {
+  const std::string where = file ? format_string(" at %s:%d", file, line) : std::string();
+  const std::string then = fix ? format_string("; %s", fix) : std::string();
+  return set_error(out_of_memory ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA,
+                   "%s failed: %s (%s)%s%s", what, name, text, where.c_str(), then.c_str());
+}
+
+}  // namespace
+
+tmashmem_status_t cuda_error(CUresult result, const char* what, const char* file, int line,
+                             const char* fix) {
   // libcuda leaves the string NULL for codes it does not know.
   const char* name = nullptr;
   const char* text = nullptr;
@@ -117,11 +131,14 @@ tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file
     name = nullptr;
   if (driver().cuGetErrorString && driver().cuGetErrorString(result, &text) != CUDA_SUCCESS)
     text = nullptr;
-  if (!name) name = "unknown CUresult";
-  if (!text) text = "no description";
-  tmashmem_status_t status =
-      result == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA;
-  return set_error(status, "%s failed: %s (%s) at %s:%d", call, name, text, file, line);
+  return format_cuda_failure(result == CUDA_ERROR_OUT_OF_MEMORY, what,
+                             name ? name : "unknown CUresult", text ? text : "no description", file,
+                             line, fix);
+}
+
+tmashmem_status_t cuda_error(const CudaOutcome& outcome, const char* what, const char* fix) {
+  return format_cuda_failure(outcome.out_of_memory, what, outcome.name ? outcome.name : "?",
+                             outcome.text ? outcome.text : "no description", nullptr, 0, fix);
 }
 
 }  // namespace tmashmem

@@ -194,6 +194,7 @@ void teardown(Runtime& rt) {
   rt.set_current = rt.retained_primary = false;
   rt.context = nullptr;
   rt.device_ordinal = -1;
+  rt.device_mem_ops_64 = -1;
   rt.bootstrap.reset();
   rt.initialized = false;
   set_error_rank(-1);
@@ -294,18 +295,21 @@ Runtime& runtime() {
   return instance;
 }
 
-tmashmem_status_t require_initialized(const char* call) {
-  Runtime& rt = runtime();
-  if (rt.initialized) {
-    // Calls may come from any host thread: the runtime's context must be current there
-    // for the driver calls that follow (cuMemsetD8, synchronisation, tensor tables).
-    CUcontext current = nullptr;
-    if (driver().cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != rt.context)
-      TMASHMEM_CU(cuCtxSetCurrent(rt.context));
-    return TMASHMEM_SUCCESS;
-  }
+tmashmem_status_t check_initialized(const char* call) {
+  if (runtime().initialized) return TMASHMEM_SUCCESS;
   return set_error(TMASHMEM_ERROR_NOT_INITIALIZED,
                    "%s called before tmashmem_init (or after tmashmem_finalize)", call);
+}
+
+tmashmem_status_t require_initialized(const char* call) {
+  Runtime& rt = runtime();
+  TMASHMEM_TRY(check_initialized(call));
+  // Calls may come from any host thread: the runtime's context must be current there
+  // for the driver calls that follow (cuMemsetD8, synchronisation, tensor tables).
+  CUcontext current = nullptr;
+  if (driver().cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != rt.context)
+    TMASHMEM_CU(cuCtxSetCurrent(rt.context));
+  return TMASHMEM_SUCCESS;
 }
 
 }  // namespace tmashmem
