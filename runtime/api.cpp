@@ -81,7 +81,8 @@ tmashmem_status_t tmashmem_barrier_all(void) {
 void* tmashmem_signal_pad(void) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.signal_pad : nullptr;
+  if (check_initialized("tmashmem_signal_pad") != TMASHMEM_SUCCESS) return nullptr;
+  return rt.signal_pad;
 }
 
 tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {

@@ -116,7 +116,7 @@ struct CudaOutcome {
 tmashmem_status_t cuda_error(CUresult result, const char* what, const char* file, int line,
                              const char* fix = nullptr);
 tmashmem_status_t cuda_error(const CudaOutcome& outcome, const char* what,
-                             const char* fix = nullptr);
+                             const char* fix = nullptr, const char* file = nullptr, int line = 0);
 
 }  // namespace tmashmem
 

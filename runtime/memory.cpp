@@ -143,10 +143,7 @@ tmashmem_status_t tmashmem_free(void* ptr) {
 void* tmashmem_ptr(const void* ptr, int pe) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
-  if (!rt.initialized) {
-    set_error(TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_ptr called before tmashmem_init");
-    return nullptr;
-  }
+  if (check_initialized("tmashmem_ptr") != TMASHMEM_SUCCESS) return nullptr;
   if (pe < 0 || pe >= rt.bootstrap->size()) return nullptr;
   return rt.heap.translate(ptr, pe);
 }
