@@ -26,7 +26,6 @@ struct HeapSetup {
   Bootstrap* bootstrap = nullptr;
   FdChannel* channel = nullptr;  // needed for POSIX fd handles
   uint64_t job_id = 0;
-  CUdevice device = 0;
   int device_ordinal = 0;
   CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t heap_max = 0;    // per PE, rounded up to the granularity here
@@ -61,12 +60,10 @@ class SymmetricHeap {
   // Unmaps and releases everything. Safe to call twice.
   void destroy();
 
-  bool created() const { return base_ != 0; }
   size_t granularity() const { return granularity_; }
   size_t max_bytes() const { return max_bytes_; }
   size_t backed_bytes() const { return backed_; }
   size_t stride() const { return stride_; }
-  size_t chunk_count() const { return chunks_.size(); }
   CUdeviceptr my_base() const { return slot_base(setup_.my_slot); }
   CUdeviceptr slot_base(int slot) const { return base_ + static_cast<CUdeviceptr>(slot) * stride_; }
 

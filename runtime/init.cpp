@@ -220,9 +220,10 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
                    "the PEs of this node are not numbered consecutively (first %d, %d PEs): launch "
                    "with ranks placed by node, e.g. mpirun --map-by slot",
                    bs.first_local_rank(), bs.local_size());
-  else if (bs.local_size() > 64)
+  else if (bs.local_size() > kMaxLocalPes)
     st = set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
-                   "%d PEs on one node; this release supports at most 64", bs.local_size());
+                   "%d PEs on one node; this release supports at most %d", bs.local_size(),
+                   kMaxLocalPes);
   TMASHMEM_TRY(agree(st, "checking the node layout"));
 
   PeInfo mine;
@@ -255,7 +256,6 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   setup.bootstrap = &bs;
   setup.channel = &rt.channel;
   setup.job_id = rt.job_id;
-  setup.device = rt.device;
   setup.device_ordinal = rt.device_ordinal;
   setup.handle_type = rt.handle_type;
   setup.heap_max = rt.config.heap_max;
@@ -270,8 +270,8 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   rt.initialized = true;  // the collective allocation below needs it
 
   // The library's own symmetric region, zeroed on every PE before any PE uses it.
-  st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, 256, true, {},
-                       &rt.signal_pad);
+  st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, kHeapAlignment,
+                       true, {}, &rt.signal_pad);
   if (st != TMASHMEM_SUCCESS) return st;
 
   if (rt.config.debug >= 1) {

@@ -24,6 +24,12 @@
 
 namespace tmashmem {
 
+// PEs of one node: reachability travels as one 64-bit mask (tmashmem_ctx_t.reachable_lo/hi,
+// the tensor map table), one bit per local PE.
+constexpr int kMaxLocalPes = 64;
+// The alignment of every symmetric block unless a larger one is asked (tmashmem.h).
+constexpr size_t kHeapAlignment = 256;
+
 struct Runtime {
   std::mutex mutex;
   bool initialized = false;

@@ -188,8 +188,8 @@ tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
     t->data = view;
     t->offset = offset;
   } else {
-    TMASHMEM_TRY(
-        symmetric_alloc(call, static_cast<size_t>(layout.extent_bytes), 256, false, {}, &t->data));
+    TMASHMEM_TRY(symmetric_alloc(call, static_cast<size_t>(layout.extent_bytes), kHeapAlignment,
+                                 false, {}, &t->data));
     t->owns_memory = true;
     rt.heap.offset_of(t->data, &offset);
     t->offset = offset;
