@@ -31,6 +31,7 @@ void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx) {
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 int tmashmem_initialized(void) { return runtime().initialized ? 1 : 0; }
@@ -133,3 +134,4 @@ const char* tmashmem_error_string(tmashmem_status_t status) {
 const char* tmashmem_last_error(void) { return last_error().c_str(); }
 
 }  // extern "C"
+#pragma GCC visibility pop

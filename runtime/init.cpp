@@ -316,6 +316,7 @@ tmashmem_status_t require_initialized(const char* call) {
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr) {
@@ -358,3 +359,4 @@ tmashmem_status_t tmashmem_finalize(void) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -106,6 +106,7 @@ void* locked_alloc(const char* call, size_t size, size_t alignment) {
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 void* tmashmem_malloc(size_t size) { return locked_alloc("tmashmem_malloc", size, kHeapAlignment); }
@@ -146,3 +147,4 @@ void* tmashmem_ptr(const void* ptr, int pe) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

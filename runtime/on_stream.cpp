@@ -343,6 +343,7 @@ const StreamKernels* stream_kernels() { return g_kernels; }
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 tmashmem_status_t tmashmem_barrier_all_on_stream(tmashmem_stream_t stream) {
@@ -370,3 +371,4 @@ tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, u
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -213,6 +213,7 @@ tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 tmashmem_status_t tmashmem_tensor_desc_init(tmashmem_tensor_desc_t* desc, tmashmem_dtype_t dtype,
@@ -371,3 +372,4 @@ tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
