@@ -1,6 +1,6 @@
 // The symmetric heap: one virtual-address window holding every local PE's heap at
-// a uniform stride (DESIGN.md #2), backed by physical chunks created on demand
-// (DESIGN.md #3) and shared between the PEs of a node (DESIGN.md #4).
+// a uniform stride (docs/design.md, decision 2), backed by physical chunks created on demand
+// (docs/design.md, decision 3) and shared between the PEs of a node (docs/design.md, decision 4).
 //
 //   reservation: [ slot 0 | slot 1 | ... | slot n_local-1 ]   each slot = stride bytes
 //   slot s holds local PE (first_local_pe + s)'s heap; bytes [0, backed) of every

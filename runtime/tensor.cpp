@@ -1,5 +1,5 @@
 // Symmetric tensors: descriptor checks, the backing store, one CUtensorMap per reachable
-// local PE in a device table, and the POD handle kernels take (DESIGN.md, decision 6).
+// local PE in a device table, and the POD handle kernels take (docs/design.md, decision 6).
 //
 // Collective calls agree on every step: a descriptor that fails validation, differs between
 // PEs, or cannot be encoded on one PE is an error on every PE, never a hang.
