@@ -24,6 +24,12 @@
 
 namespace tmashmem {
 
+// PEs of one node: reachability travels as one 64-bit mask (tmashmem_ctx_t.reachable_lo/hi,
+// the tensor map table), one bit per local PE.
+constexpr int kMaxLocalPes = 64;
+// The alignment of every symmetric block unless a larger one is asked (tmashmem.h).
+constexpr size_t kHeapAlignment = 256;
+
 struct Runtime {
   std::mutex mutex;
   bool initialized = false;
@@ -48,20 +54,33 @@ struct Runtime {
   int my_slot = 0;
   std::vector<bool> reachable;  // by local slot
   bool one_gpu = false;         // every PE of the job uses this PE's GPU
+  // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS of `device`, asked by the first
+  // on-stream signal call (-1: not asked yet).
+  int device_mem_ops_64 = -1;
 };
 
 Runtime& runtime();
 
-// TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised.
+// TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised: the
+// one such message of every call.
+tmashmem_status_t check_initialized(const char* call);
+// check_initialized, then makes the runtime's context current on this thread (calls may
+// come from any host thread; the driver calls that follow act in the current context).
 tmashmem_status_t require_initialized(const char* call);
 
-// COLLECTIVE. All-gathers `call` and its named arguments; any difference between
-// PEs is TMASHMEM_ERROR_SYMMETRY on every PE, naming the PEs and the values.
-using NamedArg = std::pair<const char*, uint64_t>;
+// The POD kernels take by value (tmashmem_device_ctx), from the initialised runtime.
+void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx);
+
+// COLLECTIVE. All-gathers `call` and all of its named arguments; a different call, a
+// different number of arguments or any differing argument is TMASHMEM_ERROR_SYMMETRY on
+// every PE, naming the argument, the PEs and the values, and ending with `fix` (default:
+// "every PE must pass the same value").
+using NamedArg = std::pair<std::string, uint64_t>;
 // "" when every PE's value equals PE 0's; else "8192 on PE 1, 16 on PE 3 and 2 more
 // PEs" for the messages of symmetry errors. `values` is indexed by PE.
 std::string describe_differences(const std::vector<uint64_t>& values);
-tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args);
+tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args,
+                                  const char* fix = nullptr);
 
 // COLLECTIVE. The allocation path behind malloc/calloc/align and symmetric tensors:
 // checks symmetry, places the block, grows the heap on every PE if needed, zeroes
