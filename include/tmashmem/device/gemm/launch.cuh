@@ -9,8 +9,8 @@
 //
 // Layout: A [M, K] and B [N, K] bf16, C [M, N] of Cfg::Out, all row-major with leading
 // dimensions (elements between rows) lda, ldb, ldc. TMA requires 16-byte aligned base
-// addresses and row pitches: K, lda, ldb multiples of 8, ldc * sizeof(Out) a multiple of 16
-// (N itself may be anything; columns from N to ldc are never written).
+// addresses and row pitches: K, lda, ldb multiples of 8; N * sizeof(Out) and
+// ldc * sizeof(Out) multiples of 16. Columns from N to ldc are never written; M is free.
 #pragma once
 
 #include <cuda.h>
@@ -90,6 +90,9 @@ const char* gemm_check(const GemmProblem& p) {
   if (p.lda % 8 != 0 || p.ldb % 8 != 0) return "gemm: lda and ldb must be multiples of 8";
   if ((p.ldc * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
     return "gemm: ldc * sizeof(Out) must be a multiple of 16";
+  if ((p.n * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
+    return "gemm: N * sizeof(Out) must be a multiple of 16 (a TMA store clipped at N still "
+           "writes up to the next 16-byte boundary of the row)";
   if ((reinterpret_cast<uintptr_t>(p.a) | reinterpret_cast<uintptr_t>(p.b) |
        reinterpret_cast<uintptr_t>(p.c)) %
           16 !=

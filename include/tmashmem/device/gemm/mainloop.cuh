@@ -24,7 +24,7 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
   for (int i = 0; i < kAcc; ++i) detail::wgmma_fence_operand(acc[i]);
   uint32_t previous = 0;
   for (int kb = 0; kb < k_blocks; ++kb) {
-    s.full[st.stage].wait(st.phase);
+    stage_wait(s.full[st.stage], st.phase);
     const uint64_t desc_a = detail::wgmma_desc_k_major_sw128(s.a[st.stage] + wg * 64 * 128);
     const uint64_t desc_b = detail::wgmma_desc_k_major_sw128(s.b[st.stage]);
     detail::wgmma_fence();

@@ -28,6 +28,14 @@ struct PipelineState {
   }
 };
 
+/// A wait on a stage barrier that cannot hang: a phase that has not completed after
+/// kStageTimeoutNs (a lost copy, a miscounted barrier: always a bug) traps, which fails the
+/// launch with an error instead of stalling the device.
+constexpr uint64_t kStageTimeoutNs = 10ull * 1000 * 1000 * 1000;
+__device__ __forceinline__ void stage_wait(Mbarrier& bar, uint32_t parity) {
+  if (bar.wait(parity, kStageTimeoutNs) != Status::Ok) __trap();
+}
+
 /// One thread, before the block (or cluster) barrier that precedes any use.
 template <class Cfg>
 __device__ __forceinline__ void pipeline_init(GemmSharedStorage<Cfg>& s) {

@@ -26,7 +26,7 @@ __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtenso
     const int row0 = (tc.cluster_row * Cfg::kClusterM + static_cast<int>(rank)) * Cfg::kBlockM;
     const int b_row0 = tc.col * Cfg::kBlockN + static_cast<int>(rank) * Cfg::kBSliceRows;
     for (int kb = 0; kb < args.k_blocks; ++kb) {
-      s.empty[st.stage].wait(st.phase ^ 1u);
+      stage_wait(s.empty[st.stage], st.phase ^ 1u);
       s.full[st.stage].arrive_expect_tx(Cfg::kStageBytes);
       const int k0 = kb * Cfg::kBlockK;
       detail::tma_load_2d(s.a[st.stage], a_map, k0, row0, &s.full[st.stage]);
