@@ -1,11 +1,12 @@
 // tmashmem-gemm-bench: the sm_90a GEMM (tmashmem/device/gemm) beside cuBLASLt on the same
 // shapes and the same random bf16 data, C = A * B^T (A [M, K], B [N, K], C [M, N] bf16).
 // Per shape and kernel: warm-up launches, then `reps` launches timed one by one with CUDA
-// events; best and median TFLOP/s (2 M N K / time). cuBLAS is timed before and after our
-// variants (its spread shows the noise). Every variant's result is checked against the
-// cuBLAS fp32 result element by element (tolerance as in tests/gpu/gemm/test_gemm.cu).
+// events, the kernels interleaved round by round (so that clocks, which fall as the card
+// reaches its power limit, affect all alike); best and median TFLOP/s (2 M N K / time).
+// Every variant's result is checked against the cuBLAS fp32 result element by element
+// (tolerance as in tests/gpu/gemm/test_gemm.cu) before it is timed.
 //
-//   tmashmem-gemm-bench [reps]          (default 30)
+//   tmashmem-gemm-bench [rounds]          (default 40)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,41 +37,8 @@ using Bf16 = __nv_bfloat16;
     }                                                                                            \
   } while (0)
 
-struct Timing {
-  double best_ms = 0, median_ms = 0;
-};
-
-Timing time_launches(const std::function<bool()>& launch, int reps) {
-  for (int i = 0; i < 5; ++i)
-    if (!launch()) return {};
-  BENCH_CUDA(cudaDeviceSynchronize());
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) BENCH_CUDA(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    BENCH_CUDA(cudaEventRecord(ev[2 * i]));
-    if (!launch()) return {};
-    BENCH_CUDA(cudaEventRecord(ev[2 * i + 1]));
-  }
-  BENCH_CUDA(cudaDeviceSynchronize());
-  std::vector<double> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    float t = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
-    ms[i] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return {ms.front(), ms[reps / 2]};
-}
-
 struct Shape {
   int m, n, k;
-};
-
-struct Row {
-  std::string kernel;
-  Timing t;
-  bool checked = true;
 };
 
 struct Data {
@@ -77,6 +46,22 @@ struct Data {
   Bf16 *a, *b, *c;
   float* ref;
   gemm_ref::CheckCounts* counts;
+};
+
+// One kernel under test: its launch, whether its result passed the check, its times.
+struct Kernel {
+  std::string name;
+  std::function<bool()> launch;
+  bool ours = false;
+  bool checked = true;
+  std::vector<double> ms;
+  double best() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+  double median() const {
+    if (ms.empty()) return 0;
+    std::vector<double> v = ms;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
 };
 
 // Elements of c outside the tolerance against ref (the cuBLAS fp32 result).
@@ -91,28 +76,71 @@ unsigned long long count_wrong(const Data& d) {
   return h.wrong;
 }
 
+// Plans variant Cfg, runs it once on poisoned C and checks the result.
 template <class Cfg>
-Row run_ours(const char* name, const Data& d, int group_rows, int reps) {
+Kernel our_kernel(const char* name, const Data& d, int group_rows) {
+  Kernel k;
+  k.name = std::string(name) + " g" + std::to_string(group_rows);
+  k.ours = true;
   tmashmem::gemm::GemmProblem p{d.s.m, d.s.n, d.s.k, d.a, d.s.k, d.b, d.s.k, d.c, d.s.n};
-  tmashmem::gemm::GemmPlan<Cfg> plan;
-  Row row{std::string(name) + " g" + std::to_string(group_rows), {}, false};
-  if (const char* why = tmashmem::gemm::gemm_plan(p, &plan, group_rows)) {
-    std::printf("  %s: %s\n", name, why);
-    return row;
+  auto plan = std::make_shared<tmashmem::gemm::GemmPlan<Cfg>>();
+  if (const char* why = tmashmem::gemm::gemm_plan(p, plan.get(), group_rows)) {
+    std::printf("  %s: %s\n", k.name.c_str(), why);
+    k.checked = false;
+    return k;
   }
+  k.launch = [plan] { return tmashmem::gemm::gemm_run(*plan, 0) == cudaSuccess; };
   BENCH_CUDA(cudaMemset(d.c, 0xFF, size_t(d.s.m) * d.s.n * sizeof(Bf16)));
-  row.t = time_launches([&] { return tmashmem::gemm::gemm_run(plan, 0) == cudaSuccess; }, reps);
-  BENCH_CUDA(cudaGetLastError());
+  k.checked = k.launch();
+  BENCH_CUDA(cudaDeviceSynchronize());
   const unsigned long long wrong = count_wrong(d);
-  row.checked = wrong == 0;
-  if (wrong) std::printf("  %s: %llu elements wrong\n", row.kernel.c_str(), wrong);
-  return row;
+  if (wrong) std::printf("  %s: %llu elements wrong\n", k.name.c_str(), wrong);
+  k.checked = k.checked && wrong == 0;
+  return k;
 }
 
-Row run_cublas(const char* name, gemm_ref::LtGemm& lt, const Data& d, int reps) {
-  Row row{name, {}, true};
-  row.t = time_launches([&] { return lt.run(d.a, d.b, d.c) == CUBLAS_STATUS_SUCCESS; }, reps);
-  return row;
+// Warm-up (`warmup_ms` of every kernel in turn), then `reps` rounds; each round launches
+// every kernel once, timed alone with events, so all kernels see the same clocks and
+// temperature on average.
+void time_interleaved(std::vector<Kernel>& ks, int reps, double warmup_ms) {
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  for (Kernel& k : ks) {
+    if (!k.launch) continue;
+    float t = 0;
+    BENCH_CUDA(cudaEventRecord(e0));
+    int n = 0;
+    do {
+      if (!k.launch()) std::exit(2);
+      ++n;
+      BENCH_CUDA(cudaEventRecord(e1));
+      BENCH_CUDA(cudaEventSynchronize(e1));
+      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    } while (t < warmup_ms && n < 10000);
+  }
+  std::vector<cudaEvent_t> ev(2 * reps * ks.size());
+  for (auto& e : ev) BENCH_CUDA(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (!ks[i].launch) continue;
+      BENCH_CUDA(cudaEventRecord(ev[2 * (r * ks.size() + i)]));
+      if (!ks[i].launch()) std::exit(2);
+      BENCH_CUDA(cudaEventRecord(ev[2 * (r * ks.size() + i) + 1]));
+    }
+  BENCH_CUDA(cudaDeviceSynchronize());
+  BENCH_CUDA(cudaGetLastError());
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (!ks[i].launch) continue;
+      float t = 0;
+      BENCH_CUDA(
+          cudaEventElapsedTime(&t, ev[2 * (r * ks.size() + i)], ev[2 * (r * ks.size() + i) + 1]));
+      ks[i].ms.push_back(t);
+    }
+  for (auto& e : ev) cudaEventDestroy(e);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
 }
 
 double tflops(const Shape& s, double ms) {
@@ -122,19 +150,23 @@ double tflops(const Shape& s, double ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 30;
+  const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 40;
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MiB; reps %d (best / median ms of single launches)\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, reps);
+  std::printf(
+      "device: %s, %d SMs, L2 %d MiB; %d interleaved rounds after 100 ms warm-up per "
+      "kernel (best / median of single launches)\n",
+      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, reps);
 
   const std::vector<Shape> shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}, {8192, 8192, 3584},
                                      {8192, 1024, 8192}, {4096, 4096, 4096}, {2048, 3584, 8192}};
   struct Summary {
     Shape s;
-    Row cublas, ours;
+    double cublas_med, cublas_best, ours_med, ours_best;
+    std::string variant;
   };
   std::vector<Summary> summary;
+  bool all_checked = true;
   for (const Shape& s : shapes) {
     Data d{s, nullptr, nullptr, nullptr, nullptr, nullptr};
     BENCH_CUDA(cudaMalloc(&d.a, size_t(s.m) * s.k * sizeof(Bf16)));
@@ -151,43 +183,47 @@ int main(int argc, char** argv) {
       std::printf("cuBLASLt failed for %d x %d x %d\n", s.m, s.n, s.k);
       return 2;
     }
-    std::vector<Row> rows;
-    rows.push_back(run_cublas("cublasLt", lt, d, reps));
-    rows.push_back(run_ours<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 8, reps));
-    rows.push_back(run_ours<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 16, reps));
-    rows.push_back(run_ours<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 4, reps));
-    rows.push_back(run_ours<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 8, reps));
-    rows.push_back(run_ours<GemmConfig<128, 6, 1, Bf16>>("128x128 s6", d, 8, reps));
-    rows.push_back(run_cublas("cublasLt again", lt, d, reps));
+    std::vector<Kernel> ks;
+    Kernel cublas;
+    cublas.name = "cublasLt";
+    cublas.launch = [&] { return lt.run(d.a, d.b, d.c) == CUBLAS_STATUS_SUCCESS; };
+    ks.push_back(cublas);
+    ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 8));
+    ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 16));
+    ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 4));
+    ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 8));
+    time_interleaved(ks, reps, 100.0);
 
-    const double ref_ms = std::min(rows.front().t.median_ms, rows.back().t.median_ms);
     std::printf("\n%d x %d x %d (M x N x K)\n", s.m, s.n, s.k);
     std::printf("  %-22s %9s %9s %9s %9s %7s %s\n", "kernel", "best ms", "med ms", "best TF",
                 "med TF", "ratio", "check");
-    Summary sum{s, rows.front(), {}};
-    if (rows.back().t.median_ms < sum.cublas.t.median_ms && rows.back().t.median_ms > 0)
-      sum.cublas = rows.back();
-    for (const Row& r : rows) {
-      std::printf("  %-22s %9.3f %9.3f %9.1f %9.1f %7.3f %s\n", r.kernel.c_str(), r.t.best_ms,
-                  r.t.median_ms, tflops(s, r.t.best_ms), tflops(s, r.t.median_ms),
-                  r.t.median_ms > 0 ? ref_ms / r.t.median_ms : 0.0, r.checked ? "ok" : "WRONG");
-      if (r.kernel.rfind("cublas", 0) != 0 && r.checked && r.t.median_ms > 0 &&
-          (sum.ours.t.median_ms == 0 || r.t.median_ms < sum.ours.t.median_ms))
-        sum.ours = r;
+    const double ref_ms = ks.front().median();
+    Summary sum{s, ref_ms, ks.front().best(), 0, 0, ""};
+    for (const Kernel& k : ks) {
+      std::printf("  %-22s %9.3f %9.3f %9.1f %9.1f %7.3f %s\n", k.name.c_str(), k.best(),
+                  k.median(), tflops(s, k.best()), tflops(s, k.median()),
+                  k.median() > 0 ? ref_ms / k.median() : 0.0, k.checked ? "ok" : "WRONG");
+      all_checked &= k.checked;
+      if (k.ours && k.checked && k.median() > 0 &&
+          (sum.ours_med == 0 || k.median() < sum.ours_med)) {
+        sum.ours_med = k.median();
+        sum.ours_best = k.best();
+        sum.variant = k.name;
+      }
     }
     summary.push_back(sum);
     cudaFree(d.a), cudaFree(d.b), cudaFree(d.c), cudaFree(d.ref), cudaFree(d.counts);
   }
 
-  std::printf("\nsummary (median TFLOP/s; cuBLAS: the better of its two runs)\n");
-  std::printf("| M x N x K | cuBLASLt | ours (best variant) | variant | ours / cuBLAS |\n");
+  std::printf("\nsummary: TFLOP/s, median (best) of %d interleaved launches\n", reps);
+  std::printf(
+      "| M x N x K | cuBLASLt | ours (fastest variant) | variant | ours / cuBLAS (median) |\n");
   std::printf("|---|---|---|---|---|\n");
-  bool all_checked = true;
   for (const Summary& x : summary) {
-    const double c = tflops(x.s, x.cublas.t.median_ms), o = tflops(x.s, x.ours.t.median_ms);
-    all_checked &= x.ours.t.median_ms > 0;
-    std::printf("| %d x %d x %d | %.1f | %.1f | %s | %.3f |\n", x.s.m, x.s.n, x.s.k, c, o,
-                x.ours.kernel.c_str(), c > 0 ? o / c : 0.0);
+    const double c = tflops(x.s, x.cublas_med), o = tflops(x.s, x.ours_med);
+    std::printf("| %d x %d x %d | %.1f (%.1f) | %.1f (%.1f) | %s | %.3f |\n", x.s.m, x.s.n, x.s.k,
+                c, tflops(x.s, x.cublas_best), o, tflops(x.s, x.ours_best), x.variant.c_str(),
+                c > 0 ? o / c : 0.0);
   }
   return all_checked ? 0 : 1;
 }

@@ -59,15 +59,16 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, int32_t c0,
                : "memory");
 }
 
-/// One arrival (release at cluster scope) on the mbarrier at `bar`'s offset in the CTA of
-/// cluster rank `cta_rank` (this CTA's own rank included).
+/// One arrival on the mbarrier at `bar`'s offset in the CTA of cluster rank `cta_rank` (this
+/// CTA's own rank included), with the default release at CTA scope. Enough for a consumer
+/// that hands a stage back after wgmma_wait (its reads of the stage are complete); a
+/// .release.cluster arrival would cost a GPU-wide memory barrier per call.
 __device__ __forceinline__ void mbarrier_arrive_cluster(const void* bar, uint32_t cta_rank) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
                : "=r"(remote)
                : "r"(gemm_smem_u32(bar)), "r"(cta_rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-               : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 }  // namespace tmashmem::detail
