@@ -40,6 +40,21 @@ inline cudaError_t fill_uniform(__nv_bfloat16* m, int64_t rows, int64_t cols, in
   return cudaGetLastError();
 }
 
+// dst[r * ld + c] = src[r * cols + c] converted to Out (float or bf16).
+template <class Out>
+__global__ void widen_rows_kernel(Out* dst, const __nv_bfloat16* src, int64_t rows, int64_t cols,
+                                  int64_t ld) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[(i / cols) * ld + i % cols] = static_cast<Out>(src[i]);
+}
+
+template <class Out>
+cudaError_t widen_rows(Out* dst, const __nv_bfloat16* src, int64_t rows, int64_t cols, int64_t ld) {
+  widen_rows_kernel<Out><<<1024, 256>>>(dst, src, rows, cols, ld);
+  return cudaGetLastError();
+}
+
 // C[M, N] (row-major, ldc) = A[M, K] (lda) * B[N, K]^T (ldb) through cuBLASLt, bf16 inputs,
 // fp32 compute, Out = float or bf16 results; the first heuristic's algorithm.
 class LtGemm {
@@ -117,11 +132,12 @@ struct CheckCounts {
 
 // `base`: the whole allocation, `guard` elements, then M rows of ldc, then `guard` more;
 // every element not in [0, M) x [0, N) must still hold `sentinel`. Elements in C must be
-// within tol = 2^-8 |ref| (rounding to bf16, when Out is bf16) + sqrt(K) 2^-8 scale.
+// within tol = tol_abs + tol_rel (|ref| + |c0|) of ref + c0, where c0 (laid out like C
+// without the guards; nullptr: zeros) is what C held before a GEMM that adds into it.
 template <class Out, class Bits>
 __global__ void check_kernel(const Out* base, int64_t guard, int m, int n, int64_t ldc,
-                             const float* ref, float tol_abs, float tol_rel, Bits sentinel,
-                             CheckCounts* counts) {
+                             const float* ref, const Out* c0, float tol_abs, float tol_rel,
+                             Bits sentinel, CheckCounts* counts) {
   static_assert(sizeof(Bits) == sizeof(Out), "Bits: the raw type of Out");
   const int64_t inner = int64_t(m) * ldc, total = inner + 2 * guard;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
@@ -133,14 +149,11 @@ __global__ void check_kernel(const Out* base, int64_t guard, int m, int n, int64
       if (raw != sentinel) atomicAdd(&counts->guards, 1ull);
       continue;
     }
-    float out;
-    if constexpr (std::is_same_v<Out, float>)
-      out = base[i];
-    else
-      out = __bfloat162float(base[i]);
+    const float out = static_cast<float>(base[i]);
+    const float before = c0 ? static_cast<float>(c0[e]) : 0.0f;
     const float r = ref[(e / ldc) * n + (e % ldc)];
-    const float err = fabsf(out - r);
-    const float tol = tol_abs + tol_rel * fabsf(r);
+    const float err = fabsf(out - (r + before));
+    const float tol = tol_abs + tol_rel * (fabsf(r) + fabsf(before));
     if (!(err <= tol)) atomicAdd(&counts->wrong, 1ull);
     const float ratio = err / tol;
     if (ratio == ratio) atomicMax(&counts->max_ratio, __float_as_uint(ratio));

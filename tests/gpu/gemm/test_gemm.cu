@@ -23,12 +23,16 @@ using CfgBf16 = GemmConfig<256, 4, 1, Bf16>;
 using CfgBf16Cluster = GemmConfig<256, 4, 2, Bf16>;
 using CfgN128 = GemmConfig<128, 6, 1, Bf16>;
 using CfgF32 = GemmConfig<256, 4, 1, float>;
+using tmashmem::gemm::EpilogueOp;
+using CfgAddBf16 = GemmConfig<256, 4, 1, Bf16, EpilogueOp::reduce_add>;
+using CfgAddF32Cluster = GemmConfig<256, 4, 2, float, EpilogueOp::reduce_add>;
 
 struct Shape {
   int m, n, k;
   int pad_k = 0;  // lda = ldb = K + pad_k
   int pad_n = 0;  // ldc = N + pad_n
   int group_rows = 8;
+  int first_row = 0;  // the tile order starts at this row's cluster row
 };
 
 template <class T>
@@ -67,6 +71,21 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
   ok &= GPU_TEST_CUDA(gemm_ref::fill_uniform(b.p, s.n, s.k, lda, gpu_test::seed_for(2, 0, round)));
   ok &= GPU_TEST_CUDA(cudaMemset(c.p, 0x5A, (size_t(s.m) * ldc + 2 * guard) * sizeof(Out)));
   ok &= GPU_TEST_CUDA(cudaMemset(counts.p, 0, sizeof(gemm_ref::CheckCounts)));
+  // A GEMM that adds into C starts from random values there (kept in c0 for the check).
+  constexpr bool kAdds = Cfg::kEpilogueOp == EpilogueOp::reduce_add;
+  DeviceBuffer<Out> c0(kAdds ? size_t(s.m) * ldc : 1);
+  if (kAdds) {
+    DeviceBuffer<Bf16> init(size_t(s.m) * s.n);
+    if (!init.p || !c0.p) {
+      std::printf("  %s: out of device memory\n", name);
+      return false;
+    }
+    ok &= GPU_TEST_CUDA(
+        gemm_ref::fill_uniform(init.p, s.m, s.n, s.n, gpu_test::seed_for(3, 0, round)));
+    ok &= GPU_TEST_CUDA(gemm_ref::widen_rows(c.p + guard, init.p, s.m, s.n, ldc));
+    ok &= GPU_TEST_CUDA(
+        cudaMemcpy(c0.p, c.p + guard, size_t(s.m) * ldc * sizeof(Out), cudaMemcpyDeviceToDevice));
+  }
 
   gemm_ref::LtGemm lt;
   if (!lt.plan(s.m, s.n, s.k, lda, lda, s.n, true)) {
@@ -80,7 +99,7 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
 
   tmashmem::gemm::GemmProblem p{s.m, s.n, s.k, a.p, lda, b.p, lda, c.p + guard, ldc};
   tmashmem::gemm::GemmPlan<Cfg> plan;
-  if (const char* why = tmashmem::gemm::gemm_plan(p, &plan, s.group_rows)) {
+  if (const char* why = tmashmem::gemm::gemm_plan(p, &plan, s.group_rows, 0, s.first_row)) {
     std::printf("  %s: %s\n", name, why);
     return false;
   }
@@ -89,9 +108,10 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
 
   const float eps_bf16 = 1.0f / 256.0f;  // 2^-8: unit roundoff of bf16 (8-bit significand)
   const float tol_abs = std::sqrt(static_cast<float>(s.k)) * eps_bf16;  // |a|, |b| <= 1
-  const float tol_rel = sizeof(Out) == 2 ? eps_bf16 : 1e-6f;
+  // bf16 results round once (twice when added into C: the tile, then the sum).
+  const float tol_rel = sizeof(Out) == 2 ? (kAdds ? 2 : 1) * eps_bf16 : 1e-6f;
   gemm_ref::check_kernel<Out, Bits>
-      <<<2048, 256>>>(c.p, guard, s.m, s.n, ldc, ref.p, tol_abs, tol_rel,
+      <<<2048, 256>>>(c.p, guard, s.m, s.n, ldc, ref.p, kAdds ? c0.p : nullptr, tol_abs, tol_rel,
                       Bits(sizeof(Out) == 4 ? 0x5A5A5A5Au : 0x5A5Au), counts.p);
   ok &= GPU_TEST_CUDA(cudaGetLastError());
   gemm_ref::CheckCounts h{};
@@ -162,6 +182,20 @@ TEST_CASE("gemm fp32 output", "[gemm]") {
   CHECK(run_shapes<CfgF32>("f32", kSmallM));
 }
 
+TEST_CASE("gemm tile order rotated to start at a given row", "[gemm]") {
+  CHECK(run_shapes<CfgBf16>("bf16-rotated",
+                            {{1000, 1024, 1024, 0, 0, 8, 300}, {2304, 2560, 4104, 8, 8, 3, 2303}}));
+  CHECK(run_shapes<CfgBf16Cluster>(
+      "bf16-c2-rotated", {{1100, 776, 72, 24, 16, 8, 600}, {8192, 1024, 2048, 0, 0, 4, 4096}}));
+}
+
+TEST_CASE("gemm adding into C (TMA reduce-add epilogue)", "[gemm]") {
+  CHECK(run_shapes<CfgAddBf16>("bf16-add", {{4096, 4096, 4096}}));
+  CHECK(run_shapes<CfgAddBf16>("bf16-add", kRagged));
+  CHECK(run_shapes<CfgAddF32Cluster>("f32-add-c2", {{2048, 3584, 8192}}));
+  CHECK(run_shapes<CfgAddF32Cluster>("f32-add-c2", kRagged));
+}
+
 TEST_CASE("gemm rejects shapes TMA cannot address", "[gemm]") {
   tmashmem::gemm::GemmPlan<CfgBf16> plan;
   alignas(16) static Bf16 dummy[64];
@@ -174,4 +208,6 @@ TEST_CASE("gemm rejects shapes TMA cannot address", "[gemm]") {
   p.n = 1001;
   p.ldc = 1008;
   CHECK(tmashmem::gemm::gemm_plan(p, &plan) != nullptr);  // N * 2 not a multiple of 16
+  p.n = 1000;
+  CHECK(tmashmem::gemm::gemm_plan(p, &plan, 8, 0, 128) != nullptr);  // first_row >= M
 }

@@ -6,7 +6,7 @@
 // Every variant's result is checked against the cuBLAS fp32 result element by element
 // (tolerance as in tests/gpu/gemm/test_gemm.cu) before it is timed.
 //
-//   tmashmem-gemm-bench [rounds]          (default 40)
+//   tmashmem-gemm-bench [rounds [shapes]]    (default 40 rounds, all 6 shapes)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -68,8 +68,8 @@ struct Kernel {
 unsigned long long count_wrong(const Data& d) {
   BENCH_CUDA(cudaMemset(d.counts, 0, sizeof(gemm_ref::CheckCounts)));
   const float tol_abs = std::sqrt(static_cast<float>(d.s.k)) / 256.0f;
-  gemm_ref::check_kernel<Bf16, uint16_t><<<2048, 256>>>(d.c, 0, d.s.m, d.s.n, d.s.n, d.ref, tol_abs,
-                                                        1.0f / 256.0f, uint16_t(0), d.counts);
+  gemm_ref::check_kernel<Bf16, uint16_t><<<2048, 256>>>(
+      d.c, 0, d.s.m, d.s.n, d.s.n, d.ref, nullptr, tol_abs, 1.0f / 256.0f, uint16_t(0), d.counts);
   BENCH_CUDA(cudaGetLastError());
   gemm_ref::CheckCounts h{};
   BENCH_CUDA(cudaMemcpy(&h, d.counts, sizeof h, cudaMemcpyDeviceToHost));
@@ -158,8 +158,9 @@ int main(int argc, char** argv) {
       "kernel (best / median of single launches)\n",
       prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, reps);
 
-  const std::vector<Shape> shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}, {8192, 8192, 3584},
-                                     {8192, 1024, 8192}, {4096, 4096, 4096}, {2048, 3584, 8192}};
+  std::vector<Shape> shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}, {8192, 8192, 3584},
+                               {8192, 1024, 8192}, {4096, 4096, 4096}, {2048, 3584, 8192}};
+  if (argc > 2) shapes.resize(std::min(shapes.size(), size_t(std::max(1, std::atoi(argv[2])))));
   struct Summary {
     Shape s;
     double cublas_med, cublas_best, ours_med, ours_best;

@@ -30,4 +30,12 @@ SMI=$!
 timeout 120 "$BENCH" "$REPS" 2>&1 | tee "$OUT/bench.log"
 echo "bench exit: ${PIPESTATUS[0]}"
 kill "$SMI" 2>/dev/null
+# Counters for one launch of cuBLAS and of our kernel on 8192^3 (names tell cuBLAS's tiles).
+if command -v ncu > /dev/null; then
+  timeout 90 ncu --clock-control none -k regex:'^(?!.*(gemm_kernel|fill_uniform|check_kernel|widen_rows)).*$' --launch-skip 20 --launch-count 1 \
+    --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-cublas.txt" 2>&1
+  timeout 90 ncu --clock-control none -k regex:'gemm_kernel' --launch-skip 20 --launch-count 1 \
+    --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-ours.txt" 2>&1
+  grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput" "$OUT/ncu-cublas.txt" "$OUT/ncu-ours.txt" | cut -c1-200
+fi
 awk -F', ' 'NR>1{n++; c+=$2; p+=$3} END{if(n) printf "during the bench: mean SM clock %.0f MHz, mean power %.0f W (%d samples)\n", c/n, p/n, n}' "$OUT/clocks.csv"

@@ -59,6 +59,18 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, int32_t c0,
                : "memory");
 }
 
+/// Element-wise `map[box at {c0, c1}] += smem` (atomic per element; bf16 and f32 adds are
+/// supported), as part of the thread's current bulk async-group. Same coordinate rules as
+/// tma_store_2d.
+__device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap* map, int32_t c0, int32_t c1,
+                                                  const void* smem) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
+      " [%0, {%2, %3}], [%1];" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(gemm_smem_u32(smem)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
 /// One arrival on the mbarrier at `bar`'s offset in the CTA of cluster rank `cta_rank` (this
 /// CTA's own rank included), with the default release at CTA scope. Enough for a consumer
 /// that hands a stage back after wgmma_wait (its reads of the stage are complete); a

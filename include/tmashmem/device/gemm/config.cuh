@@ -17,13 +17,19 @@
 
 namespace tmashmem::gemm {
 
-template <int BlockN, int Stages, int ClusterM, class OutT>
+/// What the epilogue does with a finished tile: write C, or add it into C element-wise
+/// (TMA reduce-add: C += A * B^T; concurrent adds from several GEMMs, e.g. of several PEs
+/// into one PE's C, all apply).
+enum class EpilogueOp { store, reduce_add };
+
+template <int BlockN, int Stages, int ClusterM, class OutT, EpilogueOp Op = EpilogueOp::store>
 struct GemmConfig {
   static_assert(BlockN == 128 || BlockN == 256, "BlockN: 128 or 256 (one wgmma n-extent)");
   static_assert(Stages >= 2 && Stages <= 8, "Stages: 2..8");
   static_assert(ClusterM == 1 || ClusterM == 2, "ClusterM: 1 or 2");
 
   using Out = OutT;
+  static constexpr EpilogueOp kEpilogueOp = Op;
   static constexpr int kBlockM = 128;  // two consumer warpgroups x 64 rows (wgmma m64)
   static constexpr int kBlockN = BlockN;
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16
@@ -73,6 +79,7 @@ struct GemmArgs {
   int tile_cols;     // ceil(N / kBlockN)
   int k_blocks;      // ceil(K / kBlockK); the last block's tail reads as zero
   int group_rows;    // rasterisation: cluster rows walked together down one tile column
+  int row_rotation;  // 0 .. cluster_rows - 1: the cluster row the tile order starts at
 };
 
 }  // namespace tmashmem::gemm

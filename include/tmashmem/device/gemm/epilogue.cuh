@@ -1,6 +1,7 @@
 // The epilogue: a consumer warpgroup converts its 64 x kBlockN fp32 slab to `Out` and
-// stores it by TMA, one 64-row x 128-byte chunk at a time through two alternating
-// 128-byte-swizzled shared-memory buffers (TMA clips the chunks at M and N).
+// stores it (or adds it into C: EpilogueOp::reduce_add) by TMA, one 64-row x 128-byte chunk at a
+// time through two alternating 128-byte-swizzled shared-memory buffers (TMA clips the chunks at M
+// and N).
 //
 // Accumulator layout of wgmma m64nNk16 (fp32): thread (warp w, lane l) of the warpgroup
 // holds, for every 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows 16w + l / 4
@@ -74,7 +75,10 @@ __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
     fence_proxy_async_shared();
     detail::named_barrier_sync(barrier_id, 128);
     if (thread_in_wg == 0) {
-      detail::tma_store_2d(c_map, col0 + c * Cfg::kOutChunkCols, row0, chunk);
+      if constexpr (Cfg::kEpilogueOp == EpilogueOp::reduce_add)
+        detail::tma_reduce_add_2d(c_map, col0 + c * Cfg::kOutChunkCols, row0, chunk);
+      else
+        detail::tma_store_2d(c_map, col0 + c * Cfg::kOutChunkCols, row0, chunk);
       bulk_commit_group();
     }
   }

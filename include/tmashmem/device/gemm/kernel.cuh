@@ -1,5 +1,6 @@
 // The persistent, warp-specialised GEMM kernel for sm_90a:
-//   C[M, N] = A[M, K] * B[N, K]^T, bf16 in, fp32 accumulate, Cfg::Out out.
+//   C[M, N] = A[M, K] * B[N, K]^T (or C += A * B^T with EpilogueOp::reduce_add),
+// bf16 in, fp32 accumulate, Cfg::Out out.
 // Warpgroup 0 produces (one thread issues TMA, the warpgroup drops to kProducerRegs
 // registers); warpgroups 1 and 2 consume (wgmma on 64-row halves of each 128 x kBlockN
 // tile, kConsumerRegs registers) and store their halves by TMA. Launch it through

@@ -103,10 +103,11 @@ const char* gemm_check(const GemmProblem& p) {
 
 /// Encodes the maps and sizes the persistent grid (one CTA per SM that can hold one;
 /// clusters as many as the device can co-schedule). `group_rows`: cluster rows walked
-/// together (rasterisation); `max_ctas` > 0 caps the grid. Returns a message or nullptr.
+/// together (rasterisation); `max_ctas` > 0 caps the grid; the tile order starts at the
+/// cluster row holding row `first_row` of C (wrapping around). Returns a message or nullptr.
 template <class Cfg>
 const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows = 8,
-                      int max_ctas = 0) {
+                      int max_ctas = 0, int first_row = 0) {
   if (const char* why = gemm_check<Cfg>(p)) return why;
   using Out = typename Cfg::Out;
   const CUtensorMapDataType out_type =
@@ -126,6 +127,8 @@ const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows 
   a.tile_cols = (p.n + Cfg::kBlockN - 1) / Cfg::kBlockN;
   a.k_blocks = (p.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
   a.group_rows = std::max(1, group_rows);
+  if (first_row < 0 || first_row >= p.m) return "gemm: first_row must lie in [0, M)";
+  a.row_rotation = first_row / (Cfg::kBlockM * Cfg::kClusterM);
 
   const auto kernel = gemm_kernel<Cfg>;
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
