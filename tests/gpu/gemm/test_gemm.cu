@@ -26,6 +26,13 @@ using CfgF32 = GemmConfig<256, 4, 1, float>;
 using tmashmem::gemm::EpilogueOp;
 using CfgAddBf16 = GemmConfig<256, 4, 1, Bf16, EpilogueOp::reduce_add>;
 using CfgAddF32Cluster = GemmConfig<256, 4, 2, float, EpilogueOp::reduce_add>;
+// 224 and 192 columns: bf16 rows of 448 bytes go out in 64-byte swizzled chunks (7 of them),
+// fp32 rows of 896 bytes in 7 chunks of 128; 192 bf16 columns in 3 chunks of 128 bytes.
+using CfgN224 = GemmConfig<224, 4, 1, Bf16>;
+using CfgN224Cluster = GemmConfig<224, 4, 2, Bf16>;
+using CfgN224F32 = GemmConfig<224, 4, 1, float>;
+using CfgN224AddBf16 = GemmConfig<224, 4, 1, Bf16, EpilogueOp::reduce_add>;
+using CfgN192 = GemmConfig<192, 4, 1, Bf16>;
 
 struct Shape {
   int m, n, k;
@@ -174,6 +181,18 @@ TEST_CASE("gemm bf16 cluster of 2 with B multicast", "[gemm]") {
 TEST_CASE("gemm bf16 128-wide tiles", "[gemm]") {
   CHECK(run_shapes<CfgN128>("bf16-n128", {{2048, 3584, 8192}}));
   CHECK(run_shapes<CfgN128>("bf16-n128", kRagged));
+}
+
+TEST_CASE("gemm bf16 224- and 192-wide tiles (odd chunk counts, 64-byte output swizzle)",
+          "[gemm]") {
+  CHECK(run_shapes<CfgN224>("bf16-n224", {{2048, 3584, 8192}}));
+  CHECK(run_shapes<CfgN224>("bf16-n224", kRagged));
+  CHECK(run_shapes<CfgN224>("bf16-n224", kSmallM));
+  CHECK(run_shapes<CfgN224Cluster>("bf16-n224-c2", {{8192, 8192, 2048}}));
+  CHECK(run_shapes<CfgN224Cluster>("bf16-n224-c2", kRagged));
+  CHECK(run_shapes<CfgN224F32>("f32-n224", kRagged));
+  CHECK(run_shapes<CfgN224AddBf16>("bf16-n224-add", kRagged));
+  CHECK(run_shapes<CfgN192>("bf16-n192", kRagged));
 }
 
 TEST_CASE("gemm fp32 output", "[gemm]") {

@@ -193,6 +193,9 @@ int main(int argc, char** argv) {
     ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 16));
     ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 4));
     ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 8));
+    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 8));
+    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 16));
+    ks.push_back(our_kernel<GemmConfig<224, 4, 2, Bf16>>("128x224 s4 c2", d, 8));
     time_interleaved(ks, reps, 100.0);
 
     std::printf("\n%d x %d x %d (M x N x K)\n", s.m, s.n, s.k);

@@ -31,7 +31,7 @@ timeout 120 "$BENCH" "$REPS" 2>&1 | tee "$OUT/bench.log"
 echo "bench exit: ${PIPESTATUS[0]}"
 kill "$SMI" 2>/dev/null
 # Counters for one launch of cuBLAS and of our kernel on 8192^3 (names tell cuBLAS's tiles).
-if command -v ncu > /dev/null; then
+if [ "${GEMM_NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
   timeout 90 ncu --clock-control none -k regex:'^(?!.*(gemm_kernel|fill_uniform|check_kernel|widen_rows)).*$' --launch-skip 20 --launch-count 1 \
     --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-cublas.txt" 2>&1
   timeout 90 ncu --clock-control none -k regex:'gemm_kernel' --launch-skip 20 --launch-count 1 \

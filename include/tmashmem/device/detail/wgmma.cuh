@@ -97,6 +97,63 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+/// D[64 x 224] (+)= A[64 x 16] * B[16 x 224]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 112 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n224k16_bf16(float (&d)[112], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %114, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, "
+      "%72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, "
+      "%88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, "
+      "%104, %105, %106, %107, %108, %109, %110, %111"
+      "}, %112, %113, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
+        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88),
+        TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/// D[64 x 192] (+)= A[64 x 16] * B[16 x 192]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 96 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %98, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, "
+      "%72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, "
+      "%88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
+        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 /// D[64 x 128] (+)= A[64 x 16] * B[16 x 128]: bf16 operands from shared memory (K-major
 /// descriptors), fp32 accumulators, 64 registers per thread. `accumulate` 0 overwrites D.
 __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a,
@@ -118,15 +175,21 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t d
         TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56)
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
+
 #undef TMASHMEM_WGMMA_D8
 
-/// m64nNk16 for the tile widths the GEMM instantiates (N = 128 or 256).
+/// m64nNk16 for the tile widths the GEMM instantiates (N = 128, 192, 224 or 256).
 template <int N>
 __device__ __forceinline__ void wgmma_m64k16_bf16(float (&d)[N / 2], uint64_t desc_a,
                                                   uint64_t desc_b, uint32_t accumulate) {
-  static_assert(N == 128 || N == 256, "wgmma_m64k16_bf16: N is 128 or 256");
+  static_assert(N == 128 || N == 192 || N == 224 || N == 256,
+                "wgmma_m64k16_bf16: N is 128, 192, 224 or 256");
   if constexpr (N == 256)
     wgmma_m64n256k16_bf16(d, desc_a, desc_b, accumulate);
+  else if constexpr (N == 224)
+    wgmma_m64n224k16_bf16(d, desc_a, desc_b, accumulate);
+  else if constexpr (N == 192)
+    wgmma_m64n192k16_bf16(d, desc_a, desc_b, accumulate);
   else
     wgmma_m64n128k16_bf16(d, desc_a, desc_b, accumulate);
 }

@@ -24,7 +24,8 @@ enum class EpilogueOp { store, reduce_add };
 
 template <int BlockN, int Stages, int ClusterM, class OutT, EpilogueOp Op = EpilogueOp::store>
 struct GemmConfig {
-  static_assert(BlockN == 128 || BlockN == 256, "BlockN: 128 or 256 (one wgmma n-extent)");
+  static_assert(BlockN == 128 || BlockN == 192 || BlockN == 224 || BlockN == 256,
+                "BlockN: 128, 192, 224 or 256 (one wgmma n-extent)");
   static_assert(Stages >= 2 && Stages <= 8, "Stages: 2..8");
   static_assert(ClusterM == 1 || ClusterM == 2, "ClusterM: 1 or 2");
 
@@ -47,11 +48,15 @@ struct GemmConfig {
   static constexpr int kBSliceRows = kBlockN / kClusterM;     // B rows each CTA loads
   static constexpr uint32_t kBSliceBytes = kBSliceRows * kBlockK * 2;
 
-  // Epilogue: each consumer writes its 64 x kBlockN results as chunks of 64 rows x 128
-  // bytes (one 128-byte-swizzled TMA box), through two alternating buffers.
-  static constexpr int kOutChunkCols = 128 / static_cast<int>(sizeof(Out));
-  static constexpr int kOutChunks = kBlockN / kOutChunkCols;
-  static constexpr uint32_t kOutChunkBytes = 64 * 128;
+  // Epilogue: each consumer writes its 64 x kBlockN results as chunks of 64 rows x
+  // kOutSwizzleBytes (one swizzled TMA box: 128-byte rows where the tile's row of results
+  // divides into them, else 64-byte rows), through two alternating buffers.
+  static constexpr int kOutRowBytes = kBlockN * static_cast<int>(sizeof(Out));
+  static constexpr int kOutSwizzleBytes = kOutRowBytes % 128 == 0 ? 128 : 64;
+  static_assert(kOutRowBytes % kOutSwizzleBytes == 0, "a tile row must be whole chunks");
+  static constexpr int kOutChunkCols = kOutSwizzleBytes / static_cast<int>(sizeof(Out));
+  static constexpr int kOutChunks = kOutRowBytes / kOutSwizzleBytes;
+  static constexpr uint32_t kOutChunkBytes = 64 * kOutSwizzleBytes;
   static constexpr int kOutBuffers = 2;
 };
 

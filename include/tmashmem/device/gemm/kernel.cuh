@@ -61,12 +61,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const TileScheduler sched(args);
     PipelineState<Cfg::kStages> st;
     Accumulators<Cfg> acc;
+    uint32_t out_slot = 0;
     for (int t = cluster_id; t < sched.tiles(); t += clusters) {
       const TileCoordMN tc = sched.coord(t);
       const int tile_row = tc.cluster_row * Cfg::kClusterM + static_cast<int>(rank);
       mainloop<Cfg>(s, st, acc, args.k_blocks, cwg, thread_in_wg);
       epilogue_store<Cfg>(s, acc, &c_map, tile_row * Cfg::kBlockM + cwg * 64, tc.col * Cfg::kBlockN,
-                          cwg, thread_in_wg);
+                          cwg, thread_in_wg, out_slot);
     }
     if (thread_in_wg == 0) bulk_wait_group<0>();
   }

@@ -63,10 +63,10 @@ inline EncodeTiled encode_tiled() {
 }
 
 // A 2-D row-major matrix [rows, cols] with `ld` elements between rows, boxes of
-// {box_cols, box_rows}, 128-byte swizzle, zero fill outside.
+// {box_cols, box_rows}, zero fill outside.
 inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, size_t elem_bytes,
                       const void* data, int64_t rows, int64_t cols, int64_t ld, int box_cols,
-                      int box_rows) {
+                      int box_rows, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const EncodeTiled fn = encode_tiled();
   if (fn == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
@@ -74,8 +74,8 @@ inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, size_t elem_by
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   return fn(map, type, 2, const_cast<void*>(data), dims, strides, box, elem_strides,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 }  // namespace detail_launch
@@ -116,8 +116,9 @@ const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows 
                                 p.lda, Cfg::kBlockK, Cfg::kBlockM) ||
       !detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.n, p.k,
                                 p.ldb, Cfg::kBlockK, Cfg::kBSliceRows) ||
-      !detail_launch::encode_2d(&plan->c_map, out_type, sizeof(Out), p.c, p.m, p.n, p.ldc,
-                                Cfg::kOutChunkCols, 64))
+      !detail_launch::encode_2d(
+          &plan->c_map, out_type, sizeof(Out), p.c, p.m, p.n, p.ldc, Cfg::kOutChunkCols, 64,
+          Cfg::kOutSwizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B))
     return "gemm: cuTensorMapEncodeTiled failed (driver entry point missing or a map rule)";
   GemmArgs& a = plan->args;
   a.m = p.m;
