@@ -54,6 +54,7 @@ struct Kernel {
   std::function<bool()> launch;
   bool ours = false;
   bool checked = true;
+  double wave_efficiency = 1.0;  // tiles / tile slots of the persistent grid (ours)
   std::vector<double> ms;
   double best() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
   double median() const {
@@ -90,6 +91,7 @@ Kernel our_kernel(const char* name, const Data& d, int group_rows) {
     return k;
   }
   k.launch = [plan] { return tmashmem::gemm::gemm_run(*plan, 0) == cudaSuccess; };
+  k.wave_efficiency = tmashmem::gemm::gemm_wave_efficiency(*plan);
   BENCH_CUDA(cudaMemset(d.c, 0xFF, size_t(d.s.m) * d.s.n * sizeof(Bf16)));
   k.checked = k.launch();
   BENCH_CUDA(cudaDeviceSynchronize());
@@ -199,14 +201,15 @@ int main(int argc, char** argv) {
     time_interleaved(ks, reps, 100.0);
 
     std::printf("\n%d x %d x %d (M x N x K)\n", s.m, s.n, s.k);
-    std::printf("  %-22s %9s %9s %9s %9s %7s %s\n", "kernel", "best ms", "med ms", "best TF",
-                "med TF", "ratio", "check");
+    std::printf("  %-22s %9s %9s %9s %9s %7s %6s %s\n", "kernel", "best ms", "med ms",
+                "best TF", "med TF", "ratio", "waves", "check");
     const double ref_ms = ks.front().median();
     Summary sum{s, ref_ms, ks.front().best(), 0, 0, ""};
     for (const Kernel& k : ks) {
-      std::printf("  %-22s %9.3f %9.3f %9.1f %9.1f %7.3f %s\n", k.name.c_str(), k.best(),
+      std::printf("  %-22s %9.3f %9.3f %9.1f %9.1f %7.3f %6.3f %s\n", k.name.c_str(), k.best(),
                   k.median(), tflops(s, k.best()), tflops(s, k.median()),
-                  k.median() > 0 ? ref_ms / k.median() : 0.0, k.checked ? "ok" : "WRONG");
+                  k.median() > 0 ? ref_ms / k.median() : 0.0, k.wave_efficiency,
+                  k.checked ? "ok" : "WRONG");
       all_checked &= k.checked;
       if (k.ours && k.checked && k.median() > 0 &&
           (sum.ours_med == 0 || k.median() < sum.ours_med)) {

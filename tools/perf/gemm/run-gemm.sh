@@ -2,7 +2,8 @@
 # One call on the GPU machine: the GEMM test and benchmark, plus the SASS checks.
 #   bash tools/perf/gemm/run-gemm.sh [prebuilt-dir] [bench-reps]
 # Uses the binaries in prebuilt-dir when their libraries resolve there, else builds the two
-# targets into build-gpu. Logs go to $OUT (or ./gemm-out).
+# targets into build-gpu. Logs go to $OUT (or ./gemm-out). GEMM_NCU: kernel-name regexes
+# (";"-separated) to profile one 8192^3 launch each with ncu.
 set -u
 PREBUILT=${1:-prebuilt}
 REPS=${2:-30}
@@ -30,12 +31,13 @@ SMI=$!
 timeout 120 "$BENCH" "$REPS" 2>&1 | tee "$OUT/bench.log"
 echo "bench exit: ${PIPESTATUS[0]}"
 kill "$SMI" 2>/dev/null
-# Counters for one launch of cuBLAS and of our kernel on 8192^3 (names tell cuBLAS's tiles).
-if [ "${GEMM_NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
-  timeout 90 ncu --clock-control none -k regex:'^(?!.*(gemm_kernel|fill_uniform|check_kernel|widen_rows)).*$' --launch-skip 20 --launch-count 1 \
-    --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-cublas.txt" 2>&1
-  timeout 90 ncu --clock-control none -k regex:'gemm_kernel' --launch-skip 20 --launch-count 1 \
-    --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-ours.txt" 2>&1
-  grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput" "$OUT/ncu-cublas.txt" "$OUT/ncu-ours.txt" | cut -c1-200
-fi
+# Counters for one launch of each kernel named in GEMM_NCU (regexes over the demangled
+# names, ';'-separated; unset: none), 8192^3.
+IFS=';' read -r -a NCU_KERNELS <<< "${GEMM_NCU-}"
+for i in "${!NCU_KERNELS[@]}"; do
+  command -v ncu > /dev/null || break
+  timeout 90 ncu --clock-control none -k "regex:${NCU_KERNELS[$i]}" --launch-skip 20 --launch-count 1 \
+    --section SpeedOfLight "$BENCH" 3 1 > "$OUT/ncu-$i.txt" 2>&1
+  grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|DRAM Throughput|L2 Cache Throughput" "$OUT/ncu-$i.txt" | cut -c1-160
+done
 awk -F', ' 'NR>1{n++; c+=$2; p+=$3} END{if(n) printf "during the bench: mean SM clock %.0f MHz, mean power %.0f W (%d samples)\n", c/n, p/n, n}' "$OUT/clocks.csv"

@@ -164,6 +164,19 @@ const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows 
   return nullptr;
 }
 
+/// The share of the persistent grid's tile slots that hold work: tiles / (rounds * clusters),
+/// rounds = ceil(tiles / clusters). The last round leaves the rest of the grid idle, so for
+/// a shape the tile width with the highest share usually runs fastest (on 2048 x 3584 with
+/// 132 CTAs: 256 tiles of 128 x 224 fill their 2 rounds to 0.97, 224 of 128 x 256 to 0.85).
+template <class Cfg>
+double gemm_wave_efficiency(const GemmPlan<Cfg>& plan) {
+  const int tiles = plan.args.cluster_rows * plan.args.tile_cols;
+  const int clusters = plan.grid / Cfg::kClusterM;
+  if (tiles <= 0 || clusters <= 0) return 0.0;
+  const int rounds = (tiles + clusters - 1) / clusters;
+  return static_cast<double>(tiles) / (static_cast<double>(rounds) * clusters);
+}
+
 /// Launches the planned GEMM on `stream`.
 template <class Cfg>
 cudaError_t gemm_run(const GemmPlan<Cfg>& plan, cudaStream_t stream) {
