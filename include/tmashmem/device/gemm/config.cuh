@@ -41,6 +41,8 @@ struct GemmConfig {
   // Register budgets after setmaxnreg: 128 * (kProducerRegs + 2 * kConsumerRegs) <= 64 Ki.
   static constexpr uint32_t kProducerRegs = 40;
   static constexpr uint32_t kConsumerRegs = 232;
+  static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
+                "the register budgets exceed the SM's 64 Ki registers");
 
   static constexpr uint32_t kABytes = kBlockM * kBlockK * 2;
   static constexpr uint32_t kBBytes = kBlockN * kBlockK * 2;
