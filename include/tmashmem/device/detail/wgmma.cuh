@@ -1,0 +1,197 @@
+// Warpgroup matrix multiply (wgmma, sm_90a): the shared-memory matrix descriptor, the
+// fence/commit/wait that order the asynchronous MMAs, and the bf16 MMA shapes the GEMM uses.
+//
+// Contract (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
+//  - Every call here is made by all 128 threads of a warpgroup (4 consecutive warps starting
+//    at a warp index divisible by 4), convergent.
+//  - wgmma_fence() before the first MMA of a batch whenever the accumulator registers were
+//    written by ordinary instructions since the last wgmma_wait (and at the start).
+//  - The accumulators of an MMA in flight may not be read or written until wgmma_wait<N>
+//    has retired its group. Shared memory an MMA reads may be overwritten only after that.
+//  - Operands come from shared memory in the canonical K-major layout with 128-byte swizzle
+//    that a TMA tile of {64 bf16, rows} (128-byte rows, SWIZZLE_128B) produces: rows of 128
+//    bytes, 8-row atoms of 1024 bytes, the atom 1024-byte aligned.
+#pragma once
+
+#include <cstdint>
+
+namespace tmashmem::detail {
+
+/// Descriptor of a K-major, 128-byte-swizzled operand whose first row starts at `smem`
+/// (a 1024-byte aligned atom, plus the 32-byte offset of a k16 step inside it).
+/// Fields: start address >> 4 (bits 0-13), leading byte offset (bits 16-29; unused for
+/// swizzled K-major operands, 1 by convention), stride byte offset between 8-row atoms
+/// 1024 >> 4 (bits 32-45), base offset 0 (bits 49-51), swizzle mode 1 = 128B (bits 62-63).
+__device__ __forceinline__ uint64_t wgmma_desc_k_major_sw128(const void* smem) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  uint64_t desc = (addr & 0x3FFFFu) >> 4;
+  desc |= uint64_t(1) << 16;
+  desc |= uint64_t(1024 >> 4) << 32;
+  desc |= uint64_t(1) << 62;
+  return desc;
+}
+
+/// Descriptor advanced by `bytes` along K inside the swizzle atom (a k16 step of bf16 is 32
+/// bytes; the hardware applies the swizzle to the resulting address).
+__device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
+
+/// Orders earlier register and shared-memory accesses of the warpgroup before the MMAs
+/// issued after it.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+
+/// Closes the MMAs issued since the last commit into one wgmma-group.
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/// Waits until at most N of this warpgroup's wgmma-groups are pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  static_assert(N >= 0 && N <= 7, "wgmma_wait<N>: N is 0..7");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+/// Keeps the compiler from moving accesses of `r` across an MMA that reads or writes it.
+__device__ __forceinline__ void wgmma_fence_operand(float& r) {
+  asm volatile("" : "+f"(r)::"memory");
+}
+
+#define TMASHMEM_WGMMA_D8(i)                                                                \
+  "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
+      "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+
+/// D[64 x 256] (+)= A[64 x 16] * B[16 x 256]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 128 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %130, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, "
+      "%72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, "
+      "%88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, "
+      "%104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, "
+      "%120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
+        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88),
+        TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104), TMASHMEM_WGMMA_D8(112),
+        TMASHMEM_WGMMA_D8(120)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/// D[64 x 224] (+)= A[64 x 16] * B[16 x 224]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 112 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n224k16_bf16(float (&d)[112], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %114, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, "
+      "%72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, "
+      "%88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, "
+      "%104, %105, %106, %107, %108, %109, %110, %111"
+      "}, %112, %113, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
+        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88),
+        TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/// D[64 x 192] (+)= A[64 x 16] * B[16 x 192]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 96 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %98, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, "
+      "%72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, "
+      "%88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
+        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/// D[64 x 128] (+)= A[64 x 16] * B[16 x 128]: bf16 operands from shared memory (K-major
+/// descriptors), fp32 accumulators, 64 registers per thread. `accumulate` 0 overwrites D.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a,
+                                                      uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %66, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
+      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
+        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56)
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+#undef TMASHMEM_WGMMA_D8
+
+/// m64nNk16 for the tile widths the GEMM instantiates (N = 128, 192, 224 or 256).
+template <int N>
+__device__ __forceinline__ void wgmma_m64k16_bf16(float (&d)[N / 2], uint64_t desc_a,
+                                                  uint64_t desc_b, uint32_t accumulate) {
+  static_assert(N == 128 || N == 192 || N == 224 || N == 256,
+                "wgmma_m64k16_bf16: N is 128, 192, 224 or 256");
+  if constexpr (N == 256)
+    wgmma_m64n256k16_bf16(d, desc_a, desc_b, accumulate);
+  else if constexpr (N == 224)
+    wgmma_m64n224k16_bf16(d, desc_a, desc_b, accumulate);
+  else if constexpr (N == 192)
+    wgmma_m64n192k16_bf16(d, desc_a, desc_b, accumulate);
+  else
+    wgmma_m64n128k16_bf16(d, desc_a, desc_b, accumulate);
+}
+
+}  // namespace tmashmem::detail

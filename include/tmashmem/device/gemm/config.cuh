@@ -1,0 +1,92 @@
+// GEMM tile configuration: the compile-time shape of one CTA's work and of its shared
+// memory. C[M, N] = A[M, K] * B[N, K]^T with bf16 A and B (both K-major, row-major storage),
+// fp32 accumulation and `Out` (bf16 or float) results.
+//
+// One CTA = one producer warpgroup (TMA loads) + two consumer warpgroups (wgmma), which
+// split the 128-row tile into two 64-row halves and share the B tile. A cluster of
+// `ClusterM` CTAs works on ClusterM vertically adjacent tiles of one tile column; each CTA
+// loads 1/ClusterM of the common B tile and multicasts it to the others.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tmashmem/device/mbarrier.cuh"
+
+namespace tmashmem::gemm {
+
+/// What the epilogue does with a finished tile: write C, or add it into C element-wise
+/// (TMA reduce-add: C += A * B^T; concurrent adds from several GEMMs, e.g. of several PEs
+/// into one PE's C, all apply).
+enum class EpilogueOp { store, reduce_add };
+
+template <int BlockN, int Stages, int ClusterM, class OutT, EpilogueOp Op = EpilogueOp::store>
+struct GemmConfig {
+  static_assert(BlockN == 128 || BlockN == 192 || BlockN == 224 || BlockN == 256,
+                "BlockN: 128, 192, 224 or 256 (one wgmma n-extent)");
+  static_assert(Stages >= 2 && Stages <= 8, "Stages: 2..8");
+  static_assert(ClusterM == 1 || ClusterM == 2, "ClusterM: 1 or 2");
+
+  using Out = OutT;
+  static constexpr EpilogueOp kEpilogueOp = Op;
+  static constexpr int kBlockM = 128;  // two consumer warpgroups x 64 rows (wgmma m64)
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16
+  static constexpr int kStages = Stages;
+  static constexpr int kClusterM = ClusterM;
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  // Register budgets after setmaxnreg: 128 * (kProducerRegs + 2 * kConsumerRegs) <= 64 Ki.
+  static constexpr uint32_t kProducerRegs = 40;
+  static constexpr uint32_t kConsumerRegs = 232;
+  static_assert(128 * (kProducerRegs + kConsumers * kConsumerRegs) <= 65536,
+                "the register budgets exceed the SM's 64 Ki registers");
+
+  static constexpr uint32_t kABytes = kBlockM * kBlockK * 2;
+  static constexpr uint32_t kBBytes = kBlockN * kBlockK * 2;
+  static constexpr uint32_t kStageBytes = kABytes + kBBytes;  // expect_tx per stage
+  static constexpr int kBSliceRows = kBlockN / kClusterM;     // B rows each CTA loads
+  static constexpr uint32_t kBSliceBytes = kBSliceRows * kBlockK * 2;
+
+  // Epilogue: each consumer writes its 64 x kBlockN results as chunks of 64 rows x
+  // kOutSwizzleBytes (one swizzled TMA box: 128-byte rows where the tile's row of results
+  // divides into them, else 64-byte rows), through two alternating buffers.
+  static constexpr int kOutRowBytes = kBlockN * static_cast<int>(sizeof(Out));
+  static constexpr int kOutSwizzleBytes = kOutRowBytes % 128 == 0 ? 128 : 64;
+  static_assert(kOutRowBytes % kOutSwizzleBytes == 0, "a tile row must be whole chunks");
+  static constexpr int kOutChunkCols = kOutSwizzleBytes / static_cast<int>(sizeof(Out));
+  static constexpr int kOutChunks = kOutRowBytes / kOutSwizzleBytes;
+  static constexpr uint32_t kOutChunkBytes = 64 * kOutSwizzleBytes;
+  static constexpr int kOutBuffers = 2;
+};
+
+/// Shared memory of one CTA. Every operand and output buffer is a whole number of 1024-byte
+/// swizzle atoms at a 1024-byte aligned address (the kernel aligns the base).
+template <class Cfg>
+struct GemmSharedStorage {
+  alignas(1024) uint8_t a[Cfg::kStages][Cfg::kABytes];
+  alignas(1024) uint8_t b[Cfg::kStages][Cfg::kBBytes];
+  alignas(1024) uint8_t out[Cfg::kConsumers][Cfg::kOutBuffers][Cfg::kOutChunkBytes];
+  Mbarrier full[Cfg::kStages];   // the stage's tiles have landed (1 arrival + bytes)
+  Mbarrier empty[Cfg::kStages];  // every consumer of the cluster is done with the stage
+};
+
+/// Dynamic shared memory to request: the storage plus slack to align its base to 1024.
+template <class Cfg>
+constexpr size_t gemm_smem_bytes() {
+  return sizeof(GemmSharedStorage<Cfg>) + 1024;
+}
+
+/// The run-time arguments of the kernel (shape and the tile grid derived from it).
+struct GemmArgs {
+  int m, n, k;
+  int cluster_rows;  // ceil(M / (kBlockM * kClusterM)): rows of cluster tiles
+  int tile_cols;     // ceil(N / kBlockN)
+  int k_blocks;      // ceil(K / kBlockK); the last block's tail reads as zero
+  int group_rows;    // rasterisation: cluster rows walked together down one tile column
+  int row_rotation;  // 0 .. cluster_rows - 1: the cluster row the tile order starts at
+};
+
+}  // namespace tmashmem::gemm

@@ -1,0 +1,43 @@
+// Persistent tile scheduler with grouped rasterisation.
+//
+// The output is cut into cluster tiles of (kBlockM * kClusterM) x kBlockN. Cluster c of the
+// persistent grid takes linear tiles c, c + clusters, c + 2 * clusters, ... Linear order
+// walks `group_rows` cluster rows together down each tile column before moving to the next
+// column, so the CTAs running at one time share A rows and B columns in L2. The order
+// starts at cluster row `row_rotation` and wraps around (a fused all-gather GEMM starts with
+// the rows a PE already holds).
+#pragma once
+
+#include "tmashmem/device/gemm/config.cuh"
+
+namespace tmashmem::gemm {
+
+struct TileCoordMN {
+  int cluster_row;  // the CTA's own tile row is cluster_row * kClusterM + its cluster rank
+  int col;
+};
+
+struct TileScheduler {
+  int cluster_rows, tile_cols, group_rows, row_rotation;
+
+  __device__ __forceinline__ explicit TileScheduler(const GemmArgs& a)
+      : cluster_rows(a.cluster_rows),
+        tile_cols(a.tile_cols),
+        group_rows(a.group_rows),
+        row_rotation(a.row_rotation) {}
+
+  __device__ __forceinline__ int tiles() const { return cluster_rows * tile_cols; }
+
+  __device__ __forceinline__ TileCoordMN coord(int linear) const {
+    const int per_group = group_rows * tile_cols;
+    const int group = linear / per_group;
+    const int first_row = group * group_rows;
+    const int rows = min(cluster_rows - first_row, group_rows);
+    const int in_group = linear - group * per_group;
+    int row = first_row + in_group % rows + row_rotation;
+    if (row >= cluster_rows) row -= cluster_rows;
+    return {row, in_group / rows};
+  }
+};
+
+}  // namespace tmashmem::gemm
