@@ -3,7 +3,8 @@
 // built from single PTX memory operations, so the price of each ordering choice
 // (release store, fence, acquire load, clock reads for timeouts) is measured beside
 // the library's own signal_op / signal_op_relaxed / signal_wait_until, in one run.
-// docs/performance.md ("What a signal costs") reads the numbers out.
+// docs/performance.md ("What a signal costs") reads the numbers out. The bare instructions
+// are this file's own PTX, so the benchmark depends only on the library's public calls.
 //
 //   mpirun -np 2 tmashmem-signal-cost [iterations]     (under MPS on one GPU)
 //
@@ -28,8 +29,6 @@ using tmashmem::SignalOp;
 enum class Send {
   LibRelease,
   LibRelaxed,
-  LibRelaxedGpu,  // the library's relaxed update with its scope fixed at compile time
-  LibRelaxedSys,
   StRelaxedGpu,
   StRelaxedSys,
   StVolatile,
@@ -45,21 +44,27 @@ enum class Wait {
   AcquireSysPoll,         // ld.acquire.sys
   LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx form, no clock
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
-  LibGpuForever,          // the library's wait with its scope fixed at compile time: GPU
-  LibSysForever,          // ... system
 };
 
-__device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
-  asm volatile("st.volatile.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t ld_volatile(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void fence_acq_rel_gpu() {
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
+#define SIGNAL_COST_ST(name, ptx)                                             \
+  __device__ __forceinline__ void name(uint64_t* p, uint64_t v) {             \
+    asm volatile(ptx " [%0], %1;" ::"l"(p), "l"(v) : "memory");               \
+  }
+#define SIGNAL_COST_LD(name, ptx)                                             \
+  __device__ __forceinline__ uint64_t name(const uint64_t* p) {               \
+    uint64_t v;                                                               \
+    asm volatile(ptx " %0, [%1];" : "=l"(v) : "l"(p) : "memory");             \
+    return v;                                                                 \
+  }
+SIGNAL_COST_ST(st_volatile, "st.volatile.u64")
+SIGNAL_COST_ST(st_relaxed_gpu, "st.relaxed.gpu.u64")
+SIGNAL_COST_ST(st_relaxed_sys, "st.relaxed.sys.u64")
+SIGNAL_COST_ST(st_release_sys, "st.release.sys.u64")
+SIGNAL_COST_LD(ld_volatile, "ld.volatile.u64")
+SIGNAL_COST_LD(ld_relaxed_gpu, "ld.relaxed.gpu.u64")
+SIGNAL_COST_LD(ld_acquire_gpu, "ld.acquire.gpu.u64")
+SIGNAL_COST_LD(ld_acquire_sys, "ld.acquire.sys.u64")
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
 
@@ -83,27 +88,21 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
       case Send::LibRelaxed:
         tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
         break;
-      case Send::LibRelaxedGpu:
-        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, true);
-        break;
-      case Send::LibRelaxedSys:
-        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set, false);
-        break;
       case Send::StRelaxedGpu:
-        tmashmem::detail::st_relaxed_gpu(remote, v);
+        st_relaxed_gpu(remote, v);
         break;
       case Send::StRelaxedSys:
-        tmashmem::detail::st_relaxed_sys(remote, v);
+        st_relaxed_sys(remote, v);
         break;
       case Send::StVolatile:
         st_volatile(remote, v);
         break;
       case Send::FenceThenStRelaxed:
         fence_acq_rel_gpu();
-        tmashmem::detail::st_relaxed_gpu(remote, v);
+        st_relaxed_gpu(remote, v);
         break;
       case Send::StReleaseSys:
-        tmashmem::detail::st_release_sys(remote, v);
+        st_release_sys(remote, v);
         break;
     }
   };
@@ -118,11 +117,11 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v);
         break;
       case Wait::AcquireGpuPoll:
-        while (tmashmem::detail::ld_acquire_gpu(flag) < v) {
+        while (ld_acquire_gpu(flag) < v) {
         }
         break;
       case Wait::RelaxedPollFence:
-        while (tmashmem::detail::ld_relaxed_gpu(flag) < v) {
+        while (ld_relaxed_gpu(flag) < v) {
         }
         fence_acq_rel_gpu();
         break;
@@ -131,23 +130,15 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         }
         break;
       case Wait::AcquireSysPoll:
-        while (tmashmem::detail::ld_acquire_sys(flag) < v) {
+        while (ld_acquire_sys(flag) < v) {
         }
         break;
       case Wait::LibCtxForever:
         ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
         break;
-      case Wait::LibGpuForever:
-        ok =
-            tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, true) == tmashmem::Status::Ok;
-        break;
-      case Wait::LibSysForever:
-        ok = tmashmem::detail::wait_until(flag, Cmp::GE, v, 0, -1, -1, false) ==
-             tmashmem::Status::Ok;
-        break;
       case Wait::AcquireGpuPollChecked: {
         uint64_t seen;
-        while ((seen = tmashmem::detail::ld_acquire_gpu(flag)) < v) {
+        while ((seen = ld_acquire_gpu(flag)) < v) {
         }
         ok = seen != ~0ull;  // never false, but the compiler cannot know
         break;
@@ -159,7 +150,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   uint64_t start = 0;
   for (long i = 0; i < iters; ++i) {
     const uint64_t v = base + uint64_t(i) + 1;
-    if (i == iters / 10) start = tmashmem::detail::global_timer_ns();
+    if (i == iters / 10) start = perf::global_timer();
     if (kShaped) {
       if (!initiator) {
         if (!wait(v)) failed = 1;
@@ -171,7 +162,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         if (!wait(v)) failed = 1;
         __syncthreads();
         if (failed) return;
-        elapsed_ns[1 + (i & 1023)] = tmashmem::detail::global_timer_ns();
+        elapsed_ns[1 + (i & 1023)] = perf::global_timer();
       }
       continue;
     }
@@ -181,7 +172,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   }
   // The flag holds exactly the last value: nothing was lost or reordered.
   if (ld_volatile(flag) != base + uint64_t(iters)) *error = 2;
-  if (initiator) *elapsed_ns = tmashmem::detail::global_timer_ns() - start;
+  if (initiator) *elapsed_ns = perf::global_timer() - start;
 }
 
 struct Variant {
@@ -216,13 +207,6 @@ const Variant kVariants[] = {
     {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
     {"st.relaxed.sys + ld.acquire.sys poll", launch<Send::StRelaxedSys, Wait::AcquireSysPoll>},
     {"st.relaxed.sys + signal_wait_until", launch<Send::StRelaxedSys, Wait::LibForever>},
-    {"relaxed update, GPU scope fixed + wait, GPU scope fixed",
-     launch<Send::LibRelaxedGpu, Wait::LibGpuForever>},
-    {"relaxed update, sys scope fixed + wait, sys scope fixed",
-     launch<Send::LibRelaxedSys, Wait::LibSysForever>},
-    {"signal_op_relaxed + wait, GPU scope fixed", launch<Send::LibRelaxed, Wait::LibGpuForever>},
-    {"relaxed update, GPU scope fixed + signal_wait_until",
-     launch<Send::LibRelaxedGpu, Wait::LibForever>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
      launch<Send::LibRelaxed, Wait::LibTimeout, true>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(ctx)",
