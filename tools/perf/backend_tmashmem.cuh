@@ -26,8 +26,10 @@ struct TmDevice {
   __device__ int n_pes() const { return ctx.n_pes; }
   template <bool kPut>
   __device__ void block(char* dst, const char* src, size_t n, int pe) const {
-    if constexpr (kPut) tmashmem::putmem_block(ctx, dst, src, n, pe);
-    else tmashmem::getmem_block(ctx, dst, src, n, pe);
+    if constexpr (kPut)
+      tmashmem::putmem_block(ctx, dst, src, n, pe);
+    else
+      tmashmem::getmem_block(ctx, dst, src, n, pe);
   }
   // blockDim.x issuers per CTA, each with its own part and its own staging.
   __device__ Range nbi_share(Range cta) const {
@@ -38,8 +40,10 @@ struct TmDevice {
   __device__ void nbi(char* dst, const char* src, size_t n, int pe, unsigned char* smem,
                       uint32_t stage_bytes) const {
     const tmashmem::BulkStage stage{smem + size_t(threadIdx.x) * stage_bytes, stage_bytes};
-    if constexpr (kPut) tmashmem::putmem_nbi(ctx, dst, src, n, pe, stage);
-    else tmashmem::getmem_nbi(ctx, dst, src, n, pe, stage);
+    if constexpr (kPut)
+      tmashmem::putmem_nbi(ctx, dst, src, n, pe, stage);
+    else
+      tmashmem::getmem_nbi(ctx, dst, src, n, pe, stage);
   }
   __device__ void quiet_cta() const { tmashmem::quiet(); }
   __device__ void quiet() const { tmashmem::quiet(); }
@@ -50,7 +54,8 @@ struct TmDevice {
   template <bool kAdd>
   __device__ void put_signal(char* dst, const char* src, size_t n, uint64_t* sig, uint64_t v,
                              int pe) const {
-    tmashmem::put_signal(ctx, dst, src, n, sig, v, kAdd ? tmashmem::SignalOp::Add : tmashmem::SignalOp::Set, pe);
+    tmashmem::put_signal(ctx, dst, src, n, sig, v,
+                         kAdd ? tmashmem::SignalOp::Add : tmashmem::SignalOp::Set, pe);
   }
   __device__ void put_signal_block(char* dst, const char* src, size_t n, uint64_t* sig, uint64_t v,
                                    int pe) const {
@@ -108,7 +113,8 @@ struct Runtime {
   static void launch(const void* kernel, int ctas, int threads, void** args, cudaStream_t s,
                      bool grid_sync) {
     if (grid_sync) {
-      const cudaError_t e = cudaLaunchCooperativeKernel(kernel, dim3(ctas), dim3(threads), args, 0, s);
+      const cudaError_t e =
+          cudaLaunchCooperativeKernel(kernel, dim3(ctas), dim3(threads), args, 0, s);
       if (e == cudaSuccess) return;
       (void)cudaGetLastError();
       static bool told = false;
@@ -135,7 +141,8 @@ struct TileView {
     tmashmem_tensor_desc_t d;
     const uint64_t dims[2] = {inner / 4, bytes / inner};
     const uint32_t box[2] = {inner / 4, box_rows};
-    tm_check(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box), "tmashmem_tensor_desc_init");
+    tm_check(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box),
+             "tmashmem_tensor_desc_init");
     d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
     tm_check(tmashmem_tensor_view(p, &d, &tensor), "tmashmem_tensor_view");
     tm_check(tmashmem_tensor_device(tensor, &handle), "tmashmem_tensor_device");

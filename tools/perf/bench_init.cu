@@ -61,12 +61,14 @@ int main(int argc, char** argv) {
   if (rank == 0 && !total.empty()) {
     const Spread a = spread_of(init_ms), b = spread_of(malloc_ms), c = spread_of(finalize_ms),
                  t = spread_of(total);
-    std::printf("runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,"
-                "total_median_ms,total_max_ms\n%s,%d,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
-                Runtime::kName, size, bytes, reps, a.median, b.median, c.median, t.min, t.median, t.max);
+    std::printf(
+        "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,"
+        "total_median_ms,total_max_ms\n%s,%d,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
+        Runtime::kName, size, bytes, reps, a.median, b.median, c.median, t.min, t.median, t.max);
   }
   if (rank == 0)
-    std::printf("bench_init %s: %s\n", Runtime::kName, failures ? "FAILED (data check)" : "data checked OK");
+    std::printf("bench_init %s: %s\n", Runtime::kName,
+                failures ? "FAILED (data check)" : "data checked OK");
   MPI_Finalize();
   return failures ? 1 : 0;
 }

@@ -53,9 +53,11 @@ __global__ void msg_kernel(const __grid_constant__ Rt rt, char* dst, char* raw_d
   for (long m = 0; m < iters; ++m) {
     const size_t off = (g + size_t(lap) * threads) * size;
     if constexpr (kOp == MsgOp::RawStore)
-      *reinterpret_cast<volatile uint64_t*>(raw_dst + off) = *reinterpret_cast<const uint64_t*>(src + off);
+      *reinterpret_cast<volatile uint64_t*>(raw_dst + off) =
+          *reinterpret_cast<const uint64_t*>(src + off);
     else if constexpr (kOp == MsgOp::P)
-      rt.p(reinterpret_cast<uint64_t*>(dst + off), *reinterpret_cast<const uint64_t*>(src + off), pe);
+      rt.p(reinterpret_cast<uint64_t*>(dst + off), *reinterpret_cast<const uint64_t*>(src + off),
+           pe);
     else if constexpr (kOp == MsgOp::Put)
       rt.put(dst + off, src + off, size, pe);
     else

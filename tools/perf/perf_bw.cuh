@@ -87,14 +87,18 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   add("memcpy_put", "", 0, true, copies(peer_dst, src));
   add("memcpy_get", "", 0, false, copies(dst, peer_src));
 #if PERF_TMASHMEM
-  add("on_stream_put", "memcpy_put", 0, true, [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
-    for (long i = 0; i < iters; ++i)
-      tm_check(tmashmem_putmem_on_stream(dst + o, src + o, bytes, pe, s), "tmashmem_putmem_on_stream");
-  });
-  add("on_stream_get", "memcpy_get", 0, false, [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
-    for (long i = 0; i < iters; ++i)
-      tm_check(tmashmem_getmem_on_stream(dst + o, src + o, bytes, pe, s), "tmashmem_getmem_on_stream");
-  });
+  add("on_stream_put", "memcpy_put", 0, true,
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+        for (long i = 0; i < iters; ++i)
+          tm_check(tmashmem_putmem_on_stream(dst + o, src + o, bytes, pe, s),
+                   "tmashmem_putmem_on_stream");
+      });
+  add("on_stream_get", "memcpy_get", 0, false,
+      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+        for (long i = 0; i < iters; ++i)
+          tm_check(tmashmem_getmem_on_stream(dst + o, src + o, bytes, pe, s),
+                   "tmashmem_getmem_on_stream");
+      });
 #endif
   // The plain SM copy: what a hand-written kernel gets through the peer mapping.
   auto sm_copy = [=](char* to, const char* from) -> Run {
@@ -117,15 +121,18 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     };
   };
   auto nbi = [=](auto put) {
-    return [=](cudaStream_t s, int ctas, int thr, size_t smem, char* d, char* sr, size_t n, long it) {
+    return [=](cudaStream_t s, int ctas, int thr, size_t smem, char* d, char* sr, size_t n,
+               long it) {
       nbi_kernel<Device, decltype(put)::value><<<ctas, thr, smem, s>>>(rt, d, sr, n, pe, it, stage);
       PERF_LAUNCHED("nbi_kernel");
     };
   };
   add("block_put", "memcpy_put", threads, true, kernel(block(std::true_type{}), threads, 0));
   add("block_get", "memcpy_get", threads, false, kernel(block(std::false_type{}), threads, 0));
-  add("nbi_put", "memcpy_put", nbi_threads, true, kernel(nbi(std::true_type{}), nbi_threads, nbi_smem));
-  add("nbi_get", "memcpy_get", nbi_threads, false, kernel(nbi(std::false_type{}), nbi_threads, nbi_smem));
+  add("nbi_put", "memcpy_put", nbi_threads, true,
+      kernel(nbi(std::true_type{}), nbi_threads, nbi_smem));
+  add("nbi_get", "memcpy_get", nbi_threads, false,
+      kernel(nbi(std::false_type{}), nbi_threads, nbi_smem));
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
@@ -147,7 +154,8 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
                                                           long iters, size_t o) {
             tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
                 sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
-                static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns, error);
+                static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
+                error);
             PERF_LAUNCHED("tile_copy_kernel");
           });
       check_error_word(cases.back(), error, opt.timeout_s);
@@ -155,7 +163,8 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     }
     for (size_t s : sizes)
       if (s % tile_bytes && mpi_rank() == 0)
-        std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows there\n", s, tile_bytes);
+        std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows there\n", s,
+                    tile_bytes);
   }
 #endif
 
@@ -168,7 +177,8 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   std::snprintf(title, sizeof title,
                 "bw: PE %d %s PE %d's heap, %d threads/CTA (nbi: %d threads x %u B stage; tile: "
                 "%zu B x %d stages)",
-                me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_bytes, opt.tile_stages);
+                me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_bytes,
+                opt.tile_stages);
   const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
   PERF_CUDA(cudaDeviceSynchronize());
   PERF_CUDA(cudaFree(error));

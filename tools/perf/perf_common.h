@@ -149,23 +149,40 @@ inline bool parse_options(int argc, char** argv, Options* o) {
     const char* v = argv[++i];
     const double n = std::atof(v);
     bool ok = true;
-    if (a == "-b" || a == "--minbytes") ok = parse_size(v, &o->min_bytes);
-    else if (a == "-e" || a == "--maxbytes") ok = parse_size(v, &o->max_bytes);
-    else if (a == "-f" || a == "--stepfactor") ok = (o->step_factor = n) > 1;
-    else if (a == "-n" || a == "--iters") ok = (o->iters = long(n)) >= 1;
-    else if (a == "-w" || a == "--warmup") ok = (o->warmup = long(n)) >= 0;
-    else if (a == "-r" || a == "--reps") ok = (o->reps = int(n)) >= 1;
-    else if (a == "-s" || a == "--sms") o->sms = v;
-    else if (a == "-t" || a == "--threads") ok = in(o->threads = int(n), 32, 1024) && o->threads % 32 == 0;
-    else if (a == "-o" || a == "--ops") o->ops = split(v, ',');
-    else if (a == "--target") ok = parse_size(v, &o->target_bytes) && o->target_bytes > 0;
-    else if (a == "--nbi-threads") ok = in(o->nbi_threads = int(n), 1, 32);
-    else if (a == "--stage") ok = parse_size(v, &o->stage_bytes) && o->stage_bytes >= 1024;
-    else if (a == "--tile-rows") ok = in(o->tile_rows = int(n), 1, 256);
-    else if (a == "--tile-stages") ok = in(o->tile_stages = int(n), 2, 64);
-    else if (a == "--timeout") ok = (o->timeout_s = n) > 0;
-    else if (a == "--csv") o->csv = v;
-    else return fail("option", a.c_str());
+    if (a == "-b" || a == "--minbytes")
+      ok = parse_size(v, &o->min_bytes);
+    else if (a == "-e" || a == "--maxbytes")
+      ok = parse_size(v, &o->max_bytes);
+    else if (a == "-f" || a == "--stepfactor")
+      ok = (o->step_factor = n) > 1;
+    else if (a == "-n" || a == "--iters")
+      ok = (o->iters = long(n)) >= 1;
+    else if (a == "-w" || a == "--warmup")
+      ok = (o->warmup = long(n)) >= 0;
+    else if (a == "-r" || a == "--reps")
+      ok = (o->reps = int(n)) >= 1;
+    else if (a == "-s" || a == "--sms")
+      o->sms = v;
+    else if (a == "-t" || a == "--threads")
+      ok = in(o->threads = int(n), 32, 1024) && o->threads % 32 == 0;
+    else if (a == "-o" || a == "--ops")
+      o->ops = split(v, ',');
+    else if (a == "--target")
+      ok = parse_size(v, &o->target_bytes) && o->target_bytes > 0;
+    else if (a == "--nbi-threads")
+      ok = in(o->nbi_threads = int(n), 1, 32);
+    else if (a == "--stage")
+      ok = parse_size(v, &o->stage_bytes) && o->stage_bytes >= 1024;
+    else if (a == "--tile-rows")
+      ok = in(o->tile_rows = int(n), 1, 256);
+    else if (a == "--tile-stages")
+      ok = in(o->tile_stages = int(n), 2, 64);
+    else if (a == "--timeout")
+      ok = (o->timeout_s = n) > 0;
+    else if (a == "--csv")
+      o->csv = v;
+    else
+      return fail("option", a.c_str());
     if (!ok) return fail(a.c_str(), v);
   }
   if (!o->help && o->test.empty()) return fail("test", "(none given)");
@@ -263,8 +280,8 @@ class Report {
 
   void table_header(const std::string& title) const {
     if (mpi_rank() != 0) return;
-    std::printf("\n# %s %s | %d PE(s) | ceilings: cudaMemcpy D2D %.1f GB/s payload", runtime_.c_str(),
-                title.c_str(), mpi_size(), d2d_gbps_);
+    std::printf("\n# %s %s | %d PE(s) | ceilings: cudaMemcpy D2D %.1f GB/s payload",
+                runtime_.c_str(), title.c_str(), mpi_size(), d2d_gbps_);
     if (peer_gbps_ > 0) std::printf(", cudaMemcpyPeer %.1f GB/s", peer_gbps_);
     std::printf("\n# %10s %-16s %4s %5s %7s %11s %11s %11s %10s %10s %9s  %s\n", "size(B)", "op",
                 "SMs", "thr", "iters", "t_min(us)", "t_med(us)", "t_max(us)", "GB/s", "Mops/s",
@@ -276,16 +293,18 @@ class Report {
   void add(const Row& r) {
     if (mpi_rank() != 0) return;
     const double g = r.gbps(r.time_us.median), t = r.time_us.median;
-    const double ratio = r.ref_gbps > 0 ? g / r.ref_gbps : 0, mops = t > 0 ? r.messages_per_iter / t : 0;
+    const double ratio = r.ref_gbps > 0 ? g / r.ref_gbps : 0,
+                 mops = t > 0 ? r.messages_per_iter / t : 0;
     std::printf("  %10zu %-16s %4d %5d %7ld %11.3f %11.3f %11.3f %10.2f %10.3f %8.3fx  %s\n",
-                r.bytes, r.op.c_str(), r.sms, r.threads, r.iters, r.time_us.min, t,
-                r.time_us.max, g, mops, ratio, r.check.c_str());
+                r.bytes, r.op.c_str(), r.sms, r.threads, r.iters, r.time_us.min, t, r.time_us.max,
+                g, mops, ratio, r.check.c_str());
     std::fflush(stdout);
     if (r.check != "ok") ++failures_;
     if (opt_.csv.empty()) return;
     FILE* f = std::fopen(opt_.csv.c_str(), "a");
     if (!f) {
-      std::fprintf(stderr, "perf: cannot append to %s: %s\n", opt_.csv.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "perf: cannot append to %s: %s\n", opt_.csv.c_str(),
+                   std::strerror(errno));
       ++failures_;
       return;
     }

@@ -85,8 +85,8 @@ inline unsigned grid_for(size_t n) {
 // Fills `bytes` (a multiple of 4) at p with the pattern for `seed`.
 inline void fill_pattern(void* p, size_t bytes, uint64_t seed, cudaStream_t stream) {
   if (bytes % 4) die("fill_pattern: size " + std::to_string(bytes) + " is not a multiple of 4");
-  fill_pattern_kernel<<<grid_for(bytes / 4), 256, 0, stream>>>(static_cast<uint32_t*>(p),
-                                                               bytes / 4, seed);
+  fill_pattern_kernel<<<grid_for(bytes / 4), 256, 0, stream>>>(static_cast<uint32_t*>(p), bytes / 4,
+                                                               seed);
   PERF_LAUNCHED("fill_pattern_kernel");
 }
 
@@ -107,7 +107,8 @@ class Checker {
 
   // [p, p + bytes) must hold words first_word, first_word + 1, ... of the pattern for
   // `seed` (fill_pattern writes word 0 at its start).
-  void pattern(const void* p, size_t bytes, uint64_t seed, cudaStream_t s, uint64_t first_word = 0) {
+  void pattern(const void* p, size_t bytes, uint64_t seed, cudaStream_t s,
+               uint64_t first_word = 0) {
     if (bytes % 4) die("Checker::pattern: size " + std::to_string(bytes) + " not a multiple of 4");
     count<uint32_t, true>(static_cast<const uint32_t*>(p), bytes / 4, seed, first_word, 0, s);
   }
@@ -217,7 +218,9 @@ __device__ __forceinline__ void stamp_start(uint64_t* stamps, long n) {
 __device__ __forceinline__ void stamp_iteration(uint64_t* stamps, long i) {
   stamps[i + 1] = static_cast<uint64_t>(clock64());
 }
-__device__ __forceinline__ void stamp_end(uint64_t* stamps, long n) { stamps[n + 2] = global_timer(); }
+__device__ __forceinline__ void stamp_end(uint64_t* stamps, long n) {
+  stamps[n + 2] = global_timer();
+}
 __device__ __forceinline__ void stamp_sm(uint64_t* stamps, long n) {
   uint32_t sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
@@ -285,7 +288,8 @@ class StreamHold {
     PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
     host_ = p;
     host_[0] = host_[1] = 0;
-    PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), const_cast<int*>(host_), 0));
+    PERF_CUDA(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), const_cast<int*>(host_), 0));
   }
   ~StreamHold() { cudaFreeHost(const_cast<int*>(host_)); }
   StreamHold(const StreamHold&) = delete;
@@ -317,8 +321,9 @@ struct Ceilings {
 inline double copy_rate(void* dst, int dst_dev, const void* src, int src_dev, size_t bytes,
                         int reps, cudaStream_t stream, double timeout_s) {
   auto copy = [&] {
-    PERF_CUDA(dst_dev != src_dev ? cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, stream)
-                                 : cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    PERF_CUDA(dst_dev != src_dev
+                  ? cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, stream)
+                  : cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
   };
   copy();
   EventPair ev;
@@ -456,9 +461,10 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
   PERF_CUDA(cudaGetDevice(&dev));
   PERF_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (bytes > static_cast<size_t>(optin))
-    die(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory per CTA; "
-        "the device allows " + std::to_string(optin) +
-        " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
+    die(std::string(name) + " needs " + std::to_string(bytes) +
+        " bytes of shared memory per CTA; "
+        "the device allows " +
+        std::to_string(optin) + " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 

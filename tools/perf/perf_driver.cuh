@@ -55,8 +55,9 @@ struct Case {
   std::function<void(cudaStream_t, size_t bytes, size_t off)> prepare;  // before every repetition
   std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off)> run;
   // Enqueue checks of the destination (after every repetition).
-  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off, Checker&)> verify;
-  std::function<long(int ctas, size_t bytes)> iters;      // default: the bandwidth rule
+  std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off, Checker&)>
+      verify;
+  std::function<long(int ctas, size_t bytes)> iters;       // default: the bandwidth rule
   std::function<double(int ctas, size_t bytes)> messages;  // per iteration; default 1
   std::function<bool(size_t bytes)> applies;               // default: every size
 
@@ -97,7 +98,8 @@ inline void check_error_word(Case& c, int* error, double timeout_s) {
 inline std::vector<double> measure(const Case& c, cudaStream_t stream, int ctas, size_t bytes,
                                    long iters, long warmup, int reps, double timeout_s,
                                    Checker& check, unsigned long long* bad) {
-  const std::string what = c.op + " (" + std::to_string(bytes) + " B, " + std::to_string(ctas) + " CTAs)";
+  const std::string what =
+      c.op + " (" + std::to_string(bytes) + " B, " + std::to_string(ctas) + " CTAs)";
   if (warmup > 0) {
     if (c.prepare) c.prepare(stream, bytes, 0);
     c.run(stream, ctas, bytes, warmup, 0);
@@ -150,15 +152,17 @@ inline int run_cases(const Options& opt, Report& report, const std::vector<Case>
           if (!opt.want(c.op) || (c.applies && !c.applies(bytes))) continue;
           if (c.grid && ctas != sms.front()) continue;  // fixed grid: once per size
           const int grid = c.grid ? c.grid : ctas;
-          long iters = c.iters ? c.iters(grid, bytes)
-                               : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000,
-                                                                  long((opt.target_bytes + bytes - 1) / bytes)));
+          long iters =
+              c.iters
+                  ? c.iters(grid, bytes)
+                  : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000,
+                                                     long((opt.target_bytes + bytes - 1) / bytes)));
           if (c.max_iters) iters = std::min(iters, c.max_iters);
           const long warmup = opt.warmup ? opt.warmup : std::max<long>(1, iters / 10);
           unsigned long long bad = 0;
           Row row;
-          row.set_samples(measure(c, stream, grid, bytes, iters, warmup, opt.reps, opt.timeout_s,
-                                  check, &bad));
+          row.set_samples(
+              measure(c, stream, grid, bytes, iters, warmup, opt.reps, opt.timeout_s, check, &bad));
           row.test = c.test;
           row.op = c.op;
           row.sms = c.threads ? grid : 0;

@@ -48,7 +48,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     return [=, &opt](int grid, size_t bytes) -> long {
       if (!rate) return lat_iters;
       const long cap = thr == 1 ? 10 * rate_iters_max : rate_iters_max;
-      return std::max<long>(1, std::min<long>(cap, long(opt.target_bytes / (size_t(grid) * thr * bytes))));
+      return std::max<long>(
+          1, std::min<long>(cap, long(opt.target_bytes / (size_t(grid) * thr * bytes))));
     };
   };
   auto base_case = [&](const std::string& op, bool rate, int thr) {
@@ -63,7 +64,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     return c;
   };
   std::vector<Case> rate_cases, lat_cases;
-  auto add = [&](const std::string& op, const std::string& ref, bool rate, auto kernel, bool signals) {
+  auto add = [&](const std::string& op, const std::string& ref, bool rate, auto kernel,
+                 bool signals) {
     const int thr = rate ? threads : 1;
     Case c = base_case(op, rate, thr);
     c.ref = ref;
@@ -74,11 +76,13 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
       if (signals) PERF_CUDA(cudaMemsetAsync(peer_sig, 0, max_threads * sizeof(uint64_t), s));
     };
     c.run = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t) {
-      kernel<<<grid, thr, 0, s>>>(rt, dst, peer_dst, src, bytes, sig, laps_for(grid, thr, bytes), pe, iters);
+      kernel<<<grid, thr, 0, s>>>(rt, dst, peer_dst, src, bytes, sig, laps_for(grid, thr, bytes),
+                                  pe, iters);
       PERF_LAUNCHED(op.c_str());
     };
     c.verify = [=](cudaStream_t s, int grid, size_t bytes, long iters, size_t, Checker& ch) {
-      const size_t n = size_t(grid) * thr * bytes * size_t(std::min(iters, laps_for(grid, thr, bytes)));
+      const size_t n =
+          size_t(grid) * thr * bytes * size_t(std::min(iters, laps_for(grid, thr, bytes)));
       ch.pattern(peer_dst, n, seed, s);
       ch.bytes_equal(peer_dst + n, kGuard, kPoison, s);
       if (signals) ch.u64_equal(peer_sig, size_t(grid) * thr, uint64_t(iters), s);
@@ -86,10 +90,18 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     (rate ? rate_cases : lat_cases).push_back(std::move(c));
   };
   for (int rate = 1; rate >= 0; --rate) {
-    add("raw_st", "", rate, rate ? msg_kernel<Device, MsgOp::RawStore, false> : msg_kernel<Device, MsgOp::RawStore, true>, false);
-    add("p", rate ? "raw_st" : "", rate, rate ? msg_kernel<Device, MsgOp::P, false> : msg_kernel<Device, MsgOp::P, true>, false);
-    add("put", "", rate, rate ? msg_kernel<Device, MsgOp::Put, false> : msg_kernel<Device, MsgOp::Put, true>, false);
-    add("put_signal", "", rate, rate ? msg_kernel<Device, MsgOp::PutSignal, false> : msg_kernel<Device, MsgOp::PutSignal, true>, true);
+    add("raw_st", "", rate,
+        rate ? msg_kernel<Device, MsgOp::RawStore, false>
+             : msg_kernel<Device, MsgOp::RawStore, true>,
+        false);
+    add("p", rate ? "raw_st" : "", rate,
+        rate ? msg_kernel<Device, MsgOp::P, false> : msg_kernel<Device, MsgOp::P, true>, false);
+    add("put", "", rate,
+        rate ? msg_kernel<Device, MsgOp::Put, false> : msg_kernel<Device, MsgOp::Put, true>, false);
+    add("put_signal", "", rate,
+        rate ? msg_kernel<Device, MsgOp::PutSignal, false>
+             : msg_kernel<Device, MsgOp::PutSignal, true>,
+        true);
   }
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
@@ -108,10 +120,12 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
       if (span > region)
         die("tile_put: " + std::to_string(span) + " bytes of slots exceed the message region");
       tile_sizes.push_back(s);
-      for (char* p : {src, dst}) views.emplace_back(p, span, inner, static_cast<uint32_t>(s / inner));
+      for (char* p : {src, dst})
+        views.emplace_back(p, span, inner, static_cast<uint32_t>(s / inner));
     }
   }
-  const size_t tile_smem = tile_smem_bytes(static_cast<uint32_t>(tile_sizes.empty() ? 16 : tile_sizes.back()), 1);
+  const size_t tile_smem =
+      tile_smem_bytes(static_cast<uint32_t>(tile_sizes.empty() ? 16 : tile_sizes.back()), 1);
   set_smem(reinterpret_cast<const void*>(tile_msg_kernel<true>), tile_smem, "tile msg");
   set_smem(reinterpret_cast<const void*>(tile_msg_kernel<false>), tile_smem, "tile msg");
   const uint64_t timeout_ns = opt.timeout_ns();
@@ -126,10 +140,12 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
       PERF_CUDA(cudaMemsetAsync(peer_dst + o, kPoison, size_t(grid_max) * bytes + kGuard, s));
     };
     c.run = [=, &views](cudaStream_t s, int grid, size_t bytes, long iters, size_t o) {
-      const size_t i = 2 * size_t(std::find(tile_sizes.begin(), tile_sizes.end(), bytes) - tile_sizes.begin());
+      const size_t i =
+          2 * size_t(std::find(tile_sizes.begin(), tile_sizes.end(), bytes) - tile_sizes.begin());
       const uint32_t row0 = static_cast<uint32_t>(o / (views[i].handle.box[0] * 4));
       auto kernel = rate ? tile_msg_kernel<false> : tile_msg_kernel<true>;
-      kernel<<<grid, 1, tile_smem, s>>>(views[i].handle, views[i + 1].handle, pe, row0, iters, timeout_ns, error);
+      kernel<<<grid, 1, tile_smem, s>>>(views[i].handle, views[i + 1].handle, pe, row0, iters,
+                                        timeout_ns, error);
       PERF_LAUNCHED("tile_msg_kernel");
     };
     c.verify = [=](cudaStream_t s, int grid, size_t bytes, long, size_t o, Checker& ch) {

@@ -78,7 +78,8 @@ inline int test_pingpong(const Options& opt, Report& report) {
 inline int test_barrier(const Options& opt, Report& report, int device_sms) {
   using Device = Runtime::Device;
   // tmashmem's device barriers span a whole grid; NVSHMEM's are per thread group (one CTA).
-  const std::vector<int> sms = PERF_TMASHMEM ? sm_list(opt, "1,all", device_sms) : std::vector<int>{1};
+  const std::vector<int> sms =
+      PERF_TMASHMEM ? sm_list(opt, "1,all", device_sms) : std::vector<int>{1};
   const int n = Runtime::n_pes();
   uint64_t* marks = reinterpret_cast<uint64_t*>(Runtime::alloc(sizeof(uint64_t) * size_t(n)));
   PERF_CUDA(cudaMemset(marks, 0, sizeof(uint64_t) * size_t(n)));
@@ -109,10 +110,12 @@ inline int test_barrier(const Options& opt, Report& report, int device_sms) {
       c.op = sync_only ? "sync_all" : "barrier_all";
       c.ctas = ctas;
       c.threads = threads;
-      const void* timed = sync_only ? reinterpret_cast<const void*>(barrier_kernel<Device, false, true>)
-                                    : reinterpret_cast<const void*>(barrier_kernel<Device, false, false>);
-      const void* checked = sync_only ? reinterpret_cast<const void*>(barrier_kernel<Device, true, true>)
-                                      : reinterpret_cast<const void*>(barrier_kernel<Device, true, false>);
+      const void* timed = sync_only
+                              ? reinterpret_cast<const void*>(barrier_kernel<Device, false, true>)
+                              : reinterpret_cast<const void*>(barrier_kernel<Device, false, false>);
+      const void* checked =
+          sync_only ? reinterpret_cast<const void*>(barrier_kernel<Device, true, true>)
+                    : reinterpret_cast<const void*>(barrier_kernel<Device, true, false>);
       c.run = [=](cudaStream_t s, int, long warmup, long it, uint64_t base, uint64_t* stamps,
                   int* error) { launch(timed, ctas, s, base, warmup, it, stamps, error); };
       c.verify = [=, &opt](cudaStream_t s, uint64_t base) -> unsigned long long {

@@ -46,15 +46,15 @@ enum class Wait {
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
 };
 
-#define SIGNAL_COST_ST(name, ptx)                                             \
-  __device__ __forceinline__ void name(uint64_t* p, uint64_t v) {             \
-    asm volatile(ptx " [%0], %1;" ::"l"(p), "l"(v) : "memory");               \
+#define SIGNAL_COST_ST(name, ptx)                                 \
+  __device__ __forceinline__ void name(uint64_t* p, uint64_t v) { \
+    asm volatile(ptx " [%0], %1;" ::"l"(p), "l"(v) : "memory");   \
   }
-#define SIGNAL_COST_LD(name, ptx)                                             \
-  __device__ __forceinline__ uint64_t name(const uint64_t* p) {               \
-    uint64_t v;                                                               \
-    asm volatile(ptx " %0, [%1];" : "=l"(v) : "l"(p) : "memory");             \
-    return v;                                                                 \
+#define SIGNAL_COST_LD(name, ptx)                                 \
+  __device__ __forceinline__ uint64_t name(const uint64_t* p) {   \
+    uint64_t v;                                                   \
+    asm volatile(ptx " %0, [%1];" : "=l"(v) : "l"(p) : "memory"); \
+    return v;                                                     \
   }
 SIGNAL_COST_ST(st_volatile, "st.volatile.u64")
 SIGNAL_COST_ST(st_relaxed_gpu, "st.relaxed.gpu.u64")
@@ -64,7 +64,9 @@ SIGNAL_COST_LD(ld_volatile, "ld.volatile.u64")
 SIGNAL_COST_LD(ld_relaxed_gpu, "ld.relaxed.gpu.u64")
 SIGNAL_COST_LD(ld_acquire_gpu, "ld.acquire.gpu.u64")
 SIGNAL_COST_LD(ld_acquire_sys, "ld.acquire.sys.u64")
-__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
 
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
 

@@ -20,14 +20,19 @@ struct NvDevice {
   __device__ int n_pes() const { return nvshmem_n_pes(); }
   template <bool kPut>
   __device__ void block(char* dst, const char* src, size_t n, int pe) const {
-    if constexpr (kPut) nvshmemx_putmem_block(dst, src, n, pe);
-    else nvshmemx_getmem_block(dst, src, n, pe);
+    if constexpr (kPut)
+      nvshmemx_putmem_block(dst, src, n, pe);
+    else
+      nvshmemx_getmem_block(dst, src, n, pe);
   }
   __device__ Range nbi_share(Range cta) const { return cta; }  // block-scope calls
   template <bool kPut>
-  __device__ void nbi(char* dst, const char* src, size_t n, int pe, unsigned char*, uint32_t) const {
-    if constexpr (kPut) nvshmemx_putmem_nbi_block(dst, src, n, pe);
-    else nvshmemx_getmem_nbi_block(dst, src, n, pe);
+  __device__ void nbi(char* dst, const char* src, size_t n, int pe, unsigned char*,
+                      uint32_t) const {
+    if constexpr (kPut)
+      nvshmemx_putmem_nbi_block(dst, src, n, pe);
+    else
+      nvshmemx_getmem_nbi_block(dst, src, n, pe);
   }
   __device__ void quiet_cta() const {
     __syncthreads();
@@ -82,7 +87,8 @@ struct Runtime {
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
     if (nvshmemx_set_attr_uniqueid_args(mpi_rank(), mpi_size(), &id(), &attr) != 0)
       die("nvshmemx_set_attr_uniqueid_args failed");
-    if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) die("nvshmemx_init_attr failed");
+    if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
+      die("nvshmemx_init_attr failed");
     if (nvshmem_my_pe() != mpi_rank() || nvshmem_n_pes() != mpi_size())
       die("NVSHMEM PE numbering differs from the MPI ranks");
   }
