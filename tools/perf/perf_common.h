@@ -13,7 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace perf {
@@ -133,57 +136,51 @@ inline bool parse_options(int argc, char** argv, Options* o) {
     if (mpi_rank() == 0) std::fprintf(stderr, "perf: bad %s '%s' (see --help)\n", what, value);
     return false;
   };
-  auto in = [](double v, double lo, double hi) { return v >= lo && v <= hi; };
+  using Set = std::function<bool(const char*)>;
+  auto number = [](auto* field, double lo, double hi, long multiple = 1) -> Set {
+    return [=](const char* v) {
+      const double n = std::atof(v);
+      *field = static_cast<std::remove_pointer_t<decltype(field)>>(n);
+      return n >= lo && n <= hi && long(n) % multiple == 0;
+    };
+  };
+  auto size = [](size_t* field, size_t lo) -> Set {
+    return [=](const char* v) { return parse_size(v, field) && *field >= lo; };
+  };
+  const double kMax = 1e18, kAbove = 1e-9;
+  const std::vector<std::pair<std::vector<std::string>, Set>> flags = {
+      {{"-b", "--minbytes"}, size(&o->min_bytes, 0)},
+      {{"-e", "--maxbytes"}, size(&o->max_bytes, 0)},
+      {{"-f", "--stepfactor"}, number(&o->step_factor, 1 + kAbove, kMax)},
+      {{"-n", "--iters"}, number(&o->iters, 1, kMax)},
+      {{"-w", "--warmup"}, number(&o->warmup, 0, kMax)},
+      {{"-r", "--reps"}, number(&o->reps, 1, kMax)},
+      {{"-s", "--sms"}, [o](const char* v) { return !(o->sms = v).empty(); }},
+      {{"-t", "--threads"}, number(&o->threads, 32, 1024, 32)},
+      {{"-o", "--ops"}, [o](const char* v) { return !(o->ops = split(v, ',')).empty(); }},
+      {{"--target"}, size(&o->target_bytes, 1)},
+      {{"--nbi-threads"}, number(&o->nbi_threads, 1, 32)},
+      {{"--stage"}, size(&o->stage_bytes, 1024)},
+      {{"--tile-rows"}, number(&o->tile_rows, 1, 256)},
+      {{"--tile-stages"}, number(&o->tile_stages, 2, 64)},
+      {{"--timeout"}, number(&o->timeout_s, kAbove, kMax)},
+      {{"--csv"}, [o](const char* v) { return !(o->csv = v).empty(); }},
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       o->help = true;
-      continue;
-    }
-    if (a[0] != '-') {
+    } else if (a[0] != '-') {
       if (!o->test.empty()) return fail("extra argument", argv[i]);
       o->test = a;
-      continue;
+    } else {
+      auto f = std::find_if(flags.begin(), flags.end(), [&](const auto& fl) {
+        return std::find(fl.first.begin(), fl.first.end(), a) != fl.first.end();
+      });
+      if (f == flags.end()) return fail("option", argv[i]);
+      if (i + 1 >= argc) return fail("option (missing value)", argv[i]);
+      if (!f->second(argv[++i])) return fail(argv[i - 1], argv[i]);
     }
-    if (i + 1 >= argc) return fail("option (missing value)", argv[i]);
-    const char* v = argv[++i];
-    const double n = std::atof(v);
-    bool ok = true;
-    if (a == "-b" || a == "--minbytes")
-      ok = parse_size(v, &o->min_bytes);
-    else if (a == "-e" || a == "--maxbytes")
-      ok = parse_size(v, &o->max_bytes);
-    else if (a == "-f" || a == "--stepfactor")
-      ok = (o->step_factor = n) > 1;
-    else if (a == "-n" || a == "--iters")
-      ok = (o->iters = long(n)) >= 1;
-    else if (a == "-w" || a == "--warmup")
-      ok = (o->warmup = long(n)) >= 0;
-    else if (a == "-r" || a == "--reps")
-      ok = (o->reps = int(n)) >= 1;
-    else if (a == "-s" || a == "--sms")
-      o->sms = v;
-    else if (a == "-t" || a == "--threads")
-      ok = in(o->threads = int(n), 32, 1024) && o->threads % 32 == 0;
-    else if (a == "-o" || a == "--ops")
-      o->ops = split(v, ',');
-    else if (a == "--target")
-      ok = parse_size(v, &o->target_bytes) && o->target_bytes > 0;
-    else if (a == "--nbi-threads")
-      ok = in(o->nbi_threads = int(n), 1, 32);
-    else if (a == "--stage")
-      ok = parse_size(v, &o->stage_bytes) && o->stage_bytes >= 1024;
-    else if (a == "--tile-rows")
-      ok = in(o->tile_rows = int(n), 1, 256);
-    else if (a == "--tile-stages")
-      ok = in(o->tile_stages = int(n), 2, 64);
-    else if (a == "--timeout")
-      ok = (o->timeout_s = n) > 0;
-    else if (a == "--csv")
-      o->csv = v;
-    else
-      return fail("option", a.c_str());
-    if (!ok) return fail(a.c_str(), v);
   }
   if (!o->help && o->test.empty()) return fail("test", "(none given)");
   return true;
