@@ -5,7 +5,7 @@
 # short table last.
 #   tools/gpu-suite.sh [all|tests|bench|rerun] [ctest -R regex]
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
-# perf-rerun/) and compares the two runs row by row (tools/perf/compare.py).
+# perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
 # `rerun` does only that second run and the comparison, against the perf/ folder an
 # earlier `all` or `bench` left in $RESULTS (same machine, same build), so the two
 # can be split across device calls. The rerun skips the tile/bulk shape sweeps.
@@ -16,7 +16,7 @@ FILTER=${2:-}
 RESULTS=${RESULTS:-$ROOT/results}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 mkdir -p "$RESULTS"
-# Multicast stays off, in this process and every child (GPU-MACHINE.md).
+# Multicast stays off, in this process and every child (docs/design.md, decision 7).
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 NVSHMEM_HOME=${TMASHMEM_NVSHMEM_HOME:-$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)}
@@ -44,7 +44,7 @@ rerun_perf() {
     "$BUILD_DIR" "$RESULTS/perf-rerun" >"$RESULTS/perf-rerun.log" 2>&1
   rc=$?
   summary+=("perf rerun: rc=$rc ($(($(date +%s) - t0)) s)")
-  python3 "$ROOT/tools/perf/compare.py" "$RESULTS/perf" "$RESULTS/perf-rerun" \
+  python3 "$ROOT/tools/perf/perf.py" compare "$RESULTS/perf" "$RESULTS/perf-rerun" \
     --out "$RESULTS/reproducibility.txt" | head -40
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The benchmark suite's scripts on made-up rows: merge.py pools the launches of one
-measurement and recomputes every figure from the pool; compare.py says which rows of two
-runs agree. Standard library only (no GPU, no matplotlib)."""
+"""tools/perf/perf.py on made-up rows: `merge` pools the launches of one measurement and
+recomputes every figure from the pool; `compare` says which rows of two runs agree.
+Standard library only (no GPU, no matplotlib)."""
 import csv
 import os
 import random
@@ -44,8 +44,8 @@ def read(path):
         return {(r["op"], r["sms"], r["bytes"]): r for r in csv.DictReader(f)}
 
 
-def run(script, *args, check=True):
-    return subprocess.run([sys.executable, os.path.join(PERF, script)] + list(args),
+def run(command, *args, check=True):
+    return subprocess.run([sys.executable, os.path.join(PERF, "perf.py"), command] + list(args),
                           check=check, capture_output=True, text=True)
 
 
@@ -74,7 +74,7 @@ class MergeTest(unittest.TestCase):
             raw.append(row("smcopy_put", 132, size, launches[i], ref="memcpy_put",
                            check="FAIL(3 bad)" if i == 1 else "ok"))
         write(self.path("raw.csv"), raw)
-        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        run("merge", self.path("raw.csv"), "--out", self.path("merged.csv"))
         m = read(self.path("merged.csv"))
         self.assertEqual(len(m), 2)
         sm = m[("smcopy_put", "132", str(size))]
@@ -100,13 +100,12 @@ class MergeTest(unittest.TestCase):
         msgs = 132 * 1024
         write(self.path("raw.csv"), [row("put", 132, 8, a, test="msg_rate", msgs=msgs),
                                      row("put", 132, 8, b, test="msg_rate", msgs=msgs)])
-        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        run("merge", self.path("raw.csv"), "--out", self.path("merged.csv"))
         r = read(self.path("merged.csv"))[("put", "132", "8")]
         med = sorted(a + b)
         med = 0.5 * (med[3] + med[4])
         self.assertAlmostEqual(float(r["mops_median"]), msgs / med, delta=1e-2 * msgs / med)
         self.assertAlmostEqual(float(r["gbps_median"]), 8 * msgs / (med * 1e3), delta=0.01)
-
 
     def test_reference_at_the_same_sm_count_first(self):
         # p's reference is raw_st at the same SM count; a raw_st row at 0 SMs must not be
@@ -116,7 +115,7 @@ class MergeTest(unittest.TestCase):
         write(self.path("raw.csv"), [row("raw_st", 0, 8, slow, test="msg_rate"),
                                      row("raw_st", 132, 8, fast, test="msg_rate"),
                                      row("p", 132, 8, p, ref="raw_st", test="msg_rate")])
-        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        run("merge", self.path("raw.csv"), "--out", self.path("merged.csv"))
         m = read(self.path("merged.csv"))
         self.assertEqual(m[("p", "132", "8")]["ref_gbps"],
                          m[("raw_st", "132", "8")]["gbps_median"])
@@ -125,7 +124,7 @@ class MergeTest(unittest.TestCase):
         a, b = self.times(2.0, 2.2, 5), self.times(2.0, 2.2, 5)
         write(self.path("raw.csv"), [row("barrier_all", 1, 0, a, test="barrier"),
                                      row("barrier_all", 1, 0, b, test="barrier")])
-        run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"))
+        run("merge", self.path("raw.csv"), "--out", self.path("merged.csv"))
         r = read(self.path("merged.csv"))[("barrier_all", "1", "0")]
         med = sorted(a + b)
         med = 0.5 * (med[4] + med[5])
@@ -135,7 +134,7 @@ class MergeTest(unittest.TestCase):
     def test_launches_that_disagree_are_refused(self):
         write(self.path("raw.csv"), [row("put", 132, 8, self.times(1, 2, 3), iters=10),
                                      row("put", 132, 8, self.times(1, 2, 3), iters=20)])
-        done = run("merge.py", self.path("raw.csv"), "--out", self.path("merged.csv"),
+        done = run("merge", self.path("raw.csv"), "--out", self.path("merged.csv"),
                    check=False)
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("disagree", done.stderr)
@@ -149,7 +148,7 @@ class CompareTest(unittest.TestCase):
             write(os.path.join(d, name, "perf_tmashmem.csv"),
                   [row("smcopy_put", 132, 4096, list(t)),
                    row("tile_put", 132, 4096, [x * (1.5 if name == "b" else 1.0) for x in t])])
-        out = run("compare.py", os.path.join(d, "a"), os.path.join(d, "b")).stdout
+        out = run("compare", os.path.join(d, "a"), os.path.join(d, "b")).stdout
         self.assertIn("spreads overlap for 1 of 2 rows", out)
         self.assertIn("tile_put", out.split("do not overlap")[1])
 

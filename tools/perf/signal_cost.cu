@@ -3,7 +3,8 @@
 // built from single PTX memory operations, so the price of each ordering choice
 // (release store, fence, acquire load, clock reads for timeouts) is measured beside
 // the library's own signal_op / signal_op_relaxed / signal_wait_until, in one run.
-// docs/performance.md ("What a signal costs") reads the numbers out.
+// docs/performance.md ("What a signal costs") reads the numbers out. The bare instructions
+// are this file's own PTX, so the benchmark depends only on the library's public calls.
 //
 //   mpirun -np 2 tmashmem-signal-cost [iterations]     (under MPS on one GPU)
 //
@@ -16,30 +17,16 @@
 #include <cstdlib>
 #include <vector>
 
-#include "tmashmem/device.cuh"
-#include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/backend_tmashmem.cuh"
 
 namespace {
 
 using tmashmem::Cmp;
 using tmashmem::SignalOp;
 
-// The library's poll loop (signal.cuh, detail::poll_until, no deadline) with GPU-scope
-// acquire loads.
-__device__ __forceinline__ void poll_ge_gpu_bursts(const uint64_t* flag, uint64_t v) {
-  for (;;) {
-#pragma unroll
-    for (int i = 0; i < tmashmem::detail::kPollBurst; ++i)
-      if (tmashmem::detail::ld_acquire_gpu(flag) >= v) return;
-  }
-}
-
 enum class Send {
   LibRelease,
   LibRelaxed,
-  LibRelaxedGpu,  // the library's relaxed update with its scope fixed at compile time
-  LibRelaxedSys,
   StRelaxedGpu,
   StRelaxedSys,
   StVolatile,
@@ -55,18 +42,26 @@ enum class Wait {
   AcquireSysPoll,         // ld.acquire.sys
   LibCtxForever,          // signal_wait_until(ctx, ..., timeout 0): the ctx form, no clock
   AcquireGpuPollChecked,  // ld.acquire.gpu until it holds, with a failure path kept alive
-  LibGpuForever,          // the library's wait with its scope fixed at compile time: GPU
-  LibSysForever,          // ... system
 };
 
-__device__ __forceinline__ void st_volatile(uint64_t* p, uint64_t v) {
-  asm volatile("st.volatile.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t ld_volatile(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+#define SIGNAL_COST_ST(name, ptx)                                 \
+  __device__ __forceinline__ void name(uint64_t* p, uint64_t v) { \
+    asm volatile(ptx " [%0], %1;" ::"l"(p), "l"(v) : "memory");   \
+  }
+#define SIGNAL_COST_LD(name, ptx)                                 \
+  __device__ __forceinline__ uint64_t name(const uint64_t* p) {   \
+    uint64_t v;                                                   \
+    asm volatile(ptx " %0, [%1];" : "=l"(v) : "l"(p) : "memory"); \
+    return v;                                                     \
+  }
+SIGNAL_COST_ST(st_volatile, "st.volatile.u64")
+SIGNAL_COST_ST(st_relaxed_gpu, "st.relaxed.gpu.u64")
+SIGNAL_COST_ST(st_relaxed_sys, "st.relaxed.sys.u64")
+SIGNAL_COST_ST(st_release_sys, "st.release.sys.u64")
+SIGNAL_COST_LD(ld_volatile, "ld.volatile.u64")
+SIGNAL_COST_LD(ld_relaxed_gpu, "ld.relaxed.gpu.u64")
+SIGNAL_COST_LD(ld_acquire_gpu, "ld.acquire.gpu.u64")
+SIGNAL_COST_LD(ld_acquire_sys, "ld.acquire.sys.u64")
 __device__ __forceinline__ void fence_acq_rel_gpu() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
@@ -86,80 +81,38 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   __syncthreads();
   uint64_t* remote = tmashmem::ptr(ctx, flag, peer);
   auto send = [&](uint64_t v) {
-    switch (kSend) {
-      case Send::LibRelease:
-        tmashmem::signal_op(ctx, flag, v, SignalOp::Set, peer);
-        break;
-      case Send::LibRelaxed:
-        tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
-        break;
-      case Send::LibRelaxedGpu:
-        tmashmem::detail::st_relaxed_gpu(remote, v);  // signal_update_relaxed at GPU scope
-        break;
-      case Send::LibRelaxedSys:
-        tmashmem::detail::signal_update_relaxed(remote, v, SignalOp::Set);
-        break;
-      case Send::StRelaxedGpu:
-        tmashmem::detail::st_relaxed_gpu(remote, v);
-        break;
-      case Send::StRelaxedSys:
-        tmashmem::detail::st_relaxed_sys(remote, v);
-        break;
-      case Send::StVolatile:
-        st_volatile(remote, v);
-        break;
-      case Send::FenceThenStRelaxed:
-        fence_acq_rel_gpu();
-        tmashmem::detail::st_relaxed_gpu(remote, v);
-        break;
-      case Send::StReleaseSys:
-        tmashmem::detail::st_release_sys(remote, v);
-        break;
-    }
+    if constexpr (kSend == Send::LibRelease) tmashmem::signal_op(ctx, flag, v, SignalOp::Set, peer);
+    if constexpr (kSend == Send::LibRelaxed)
+      tmashmem::signal_op_relaxed(ctx, flag, v, SignalOp::Set, peer);
+    if constexpr (kSend == Send::FenceThenStRelaxed) fence_acq_rel_gpu();
+    if constexpr (kSend == Send::StRelaxedGpu || kSend == Send::FenceThenStRelaxed)
+      st_relaxed_gpu(remote, v);
+    if constexpr (kSend == Send::StRelaxedSys) st_relaxed_sys(remote, v);
+    if constexpr (kSend == Send::StVolatile) st_volatile(remote, v);
+    if constexpr (kSend == Send::StReleaseSys) st_release_sys(remote, v);
   };
   auto wait = [&](uint64_t v) {
     bool ok = true;
-    switch (kWait) {
-      case Wait::LibTimeout:
-        ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, kTimeoutNs, peer) ==
-             tmashmem::Status::Ok;
-        break;
-      case Wait::LibForever:
-        tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v);
-        break;
-      case Wait::AcquireGpuPoll:
-        while (tmashmem::detail::ld_acquire_gpu(flag) < v) {
-        }
-        break;
-      case Wait::RelaxedPollFence:
-        while (tmashmem::detail::ld_relaxed_gpu(flag) < v) {
-        }
-        fence_acq_rel_gpu();
-        break;
-      case Wait::VolatilePoll:
-        while (ld_volatile(flag) < v) {
-        }
-        break;
-      case Wait::AcquireSysPoll:
-        while (tmashmem::detail::ld_acquire_sys(flag) < v) {
-        }
-        break;
-      case Wait::LibCtxForever:
-        ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
-        break;
-      case Wait::LibGpuForever:
-        poll_ge_gpu_bursts(flag, v);
-        break;
-      case Wait::LibSysForever:
-        ok = tmashmem::signal_wait_until(flag, Cmp::GE, v) == tmashmem::Status::Ok;
-        break;
-      case Wait::AcquireGpuPollChecked: {
-        uint64_t seen;
-        while ((seen = tmashmem::detail::ld_acquire_gpu(flag)) < v) {
-        }
-        ok = seen != ~0ull;  // never false, but the compiler cannot know
-        break;
-      }
+    uint64_t seen = 0;
+    if constexpr (kWait == Wait::LibTimeout)
+      ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, kTimeoutNs, peer) ==
+           tmashmem::Status::Ok;
+    if constexpr (kWait == Wait::LibForever) tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v);
+    if constexpr (kWait == Wait::LibCtxForever)
+      ok = tmashmem::signal_wait_until(ctx, flag, Cmp::GE, v, 0, peer) == tmashmem::Status::Ok;
+    if constexpr (kWait == Wait::AcquireGpuPoll)
+      while (ld_acquire_gpu(flag) < v) continue;
+    if constexpr (kWait == Wait::RelaxedPollFence) {
+      while (ld_relaxed_gpu(flag) < v) continue;
+      fence_acq_rel_gpu();
+    }
+    if constexpr (kWait == Wait::VolatilePoll)
+      while (ld_volatile(flag) < v) continue;
+    if constexpr (kWait == Wait::AcquireSysPoll)
+      while (ld_acquire_sys(flag) < v) continue;
+    if constexpr (kWait == Wait::AcquireGpuPollChecked) {
+      while ((seen = ld_acquire_gpu(flag)) < v) continue;
+      ok = seen != ~0ull;  // never false, but the compiler cannot know
     }
     if (!ok) *error = 1;
     return ok;
@@ -167,7 +120,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   uint64_t start = 0;
   for (long i = 0; i < iters; ++i) {
     const uint64_t v = base + uint64_t(i) + 1;
-    if (i == iters / 10) start = tmashmem::detail::global_timer_ns();
+    if (i == iters / 10) start = perf::global_timer();
     if (kShaped) {
       if (!initiator) {
         if (!wait(v)) failed = 1;
@@ -179,7 +132,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
         if (!wait(v)) failed = 1;
         __syncthreads();
         if (failed) return;
-        elapsed_ns[1 + (i & 1023)] = tmashmem::detail::global_timer_ns();
+        elapsed_ns[1 + (i & 1023)] = perf::global_timer();
       }
       continue;
     }
@@ -189,7 +142,7 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   }
   // The flag holds exactly the last value: nothing was lost or reordered.
   if (ld_volatile(flag) != base + uint64_t(iters)) *error = 2;
-  if (initiator) *elapsed_ns = tmashmem::detail::global_timer_ns() - start;
+  if (initiator) *elapsed_ns = perf::global_timer() - start;
 }
 
 struct Variant {
@@ -224,13 +177,6 @@ const Variant kVariants[] = {
     {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
     {"st.relaxed.sys + ld.acquire.sys poll", launch<Send::StRelaxedSys, Wait::AcquireSysPoll>},
     {"st.relaxed.sys + signal_wait_until", launch<Send::StRelaxedSys, Wait::LibForever>},
-    {"relaxed update, GPU scope fixed + wait, GPU scope fixed",
-     launch<Send::LibRelaxedGpu, Wait::LibGpuForever>},
-    {"relaxed update, sys scope fixed + wait, sys scope fixed",
-     launch<Send::LibRelaxedSys, Wait::LibSysForever>},
-    {"signal_op_relaxed + wait, GPU scope fixed", launch<Send::LibRelaxed, Wait::LibGpuForever>},
-    {"relaxed update, GPU scope fixed + signal_wait_until",
-     launch<Send::LibRelaxedGpu, Wait::LibForever>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
      launch<Send::LibRelaxed, Wait::LibTimeout, true>},
     {"perf-shaped: signal_op_relaxed + signal_wait_until(ctx)",
@@ -247,41 +193,34 @@ const Variant kVariants[] = {
      launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll, true>},
 };
 
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "[PE %d] %s: %s\n", tmashmem_my_pe(), what, cudaGetErrorString(e));
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  using perf::Runtime;
   MPI_Init(&argc, &argv);
   const long iters = argc > 1 ? std::atol(argv[1]) : 20000;
-  if (tmashmem_init() != TMASHMEM_SUCCESS) {
-    std::fprintf(stderr, "tmashmem_init failed: %s\n", tmashmem_last_error());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  const int me = tmashmem_my_pe();
-  if (tmashmem_n_pes() != 2 || iters < 10) {
-    if (me == 0)
+  if (perf::mpi_size() != 2 || iters < 10) {
+    if (perf::mpi_rank() == 0)
       std::fprintf(stderr, "usage: mpirun -np 2 tmashmem-signal-cost [iterations >= 10]\n");
-    tmashmem_finalize();
     MPI_Finalize();
     return 2;
   }
+  perf::select_device("tmashmem", argc, argv);
+  Runtime::init();
+  const int me = Runtime::my_pe();
   // Repetition r of every variant waits on flag slot r: each variant sees the same 7 flag
   // placements (where a flag sits in the L2 moves a round trip; perf::ping_flag).
   constexpr int kReps = 7;
   static_assert(kReps <= perf::kPingFlagSlots, "one flag slot per repetition");
-  auto* flags = static_cast<uint64_t*>(tmashmem_calloc(1, perf::kPingFlagBytes));
-  tmashmem_ctx_t ctx;
+  auto* flags = reinterpret_cast<uint64_t*>(Runtime::alloc(perf::kPingFlagBytes));
+  PERF_CUDA(cudaMemset(flags, 0, perf::kPingFlagBytes));
+  PERF_CUDA(cudaDeviceSynchronize());
+  const tmashmem_ctx_t ctx = Runtime::device().ctx;
   unsigned long long* elapsed = nullptr;
   int* error = nullptr;
-  bool ok = flags != nullptr && tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS &&
-            cuda_ok(cudaMalloc(&elapsed, 1025 * sizeof *elapsed), "cudaMalloc") &&
-            cuda_ok(cudaMalloc(&error, sizeof *error), "cudaMalloc") &&
-            cuda_ok(cudaMemset(error, 0, sizeof *error), "cudaMemset");
+  PERF_CUDA(cudaMalloc(&elapsed, 1025 * sizeof *elapsed));
+  PERF_CUDA(cudaMalloc(&error, sizeof *error));
+  PERF_CUDA(cudaMemset(error, 0, sizeof *error));
   if (me == 0)
     std::printf(
         "signal round trip, PE 0 <-> PE 1, one thread each, %ld rounds x %d repetitions, one "
@@ -289,36 +228,33 @@ int main(int argc, char** argv) {
         iters, kReps, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0, "send + wait", "min", "median",
         "max");
   uint64_t base = 0;
+  int err = 0;
   for (const Variant& v : kVariants) {
     std::vector<double> us;
-    for (int rep = 0; rep < kReps && ok; ++rep) {
-      ok &= tmashmem_barrier_all() == TMASHMEM_SUCCESS;
+    for (int rep = 0; rep < kReps && !err; ++rep) {
+      Runtime::barrier_all();
       v.launch(ctx, perf::ping_flag(flags, rep), base, iters, 1 - me, me == 0, elapsed, error);
-      ok &= cuda_ok(cudaGetLastError(), v.name) && cuda_ok(cudaDeviceSynchronize(), v.name);
+      PERF_LAUNCHED(v.name);
+      perf::sync_stream(nullptr, 60, v.name);
       base += uint64_t(iters);
       unsigned long long ns = 0;
-      int err = 0;
-      ok &= cuda_ok(cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      ok &= cuda_ok(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      if (err) {
+      PERF_CUDA(cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost));
+      PERF_CUDA(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost));
+      if (err)
         std::fprintf(stderr, "[PE %d] %s: %s\n", me, v.name,
                      err == 1 ? "a wait timed out" : "the flag did not end at the last value");
-        ok = false;
-      }
       us.push_back(double(ns) / 1000.0 / double(iters - iters / 10));
     }
-    if (!ok) break;
-    std::sort(us.begin(), us.end());
-    if (me == 0)
-      std::printf("%-52s %9.3f %9.3f %9.3f\n", v.name, us.front(), us[us.size() / 2], us.back());
+    MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (err) break;
+    const perf::Spread t = perf::spread_of(us);
+    if (me == 0) std::printf("%-52s %9.3f %9.3f %9.3f\n", v.name, t.min, t.median, t.max);
   }
-  int all_ok = ok ? 1 : 0, agreed = 0;
-  MPI_Allreduce(&all_ok, &agreed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (me == 0) std::printf("%s\n", agreed ? "all round trips checked" : "FAILED");
-  tmashmem_free(flags);
-  cudaFree(elapsed);
-  cudaFree(error);
-  tmashmem_finalize();
+  if (me == 0) std::printf("%s\n", err ? "FAILED" : "all round trips checked");
+  Runtime::free(flags);
+  PERF_CUDA(cudaFree(elapsed));
+  PERF_CUDA(cudaFree(error));
+  Runtime::finalize();
   MPI_Finalize();
-  return agreed ? 0 : 1;
+  return err ? 1 : 0;
 }

@@ -11,20 +11,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "tmashmem/device.cuh"
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/backend_tmashmem.cuh"
 
-namespace perf_tm {
-
-// Tile i of `n` for CTA `cta` of `ctas`: equal contiguous shares.
-__device__ __forceinline__ perf::Range tile_share(size_t n, unsigned cta, unsigned ctas) {
-  const size_t share = (n + ctas - 1) / ctas;
-  size_t begin = size_t(cta) * share;
-  if (begin > n) begin = n;
-  size_t end = begin + share;
-  if (end > n) end = n;
-  return {begin, end};
-}
+namespace perf {
 
 // Shared memory the kernels below need: the tiles (128-byte aligned inside a buffer
 // that may start anywhere 16-byte aligned) and one mbarrier per stage.
@@ -51,7 +40,7 @@ static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_
   tmashmem::Mbarrier* bars =
       reinterpret_cast<tmashmem::Mbarrier*>(tiles + size_t(box_bytes) * stages);
   const uint32_t box_rows = src.box[1];
-  const perf::Range mine = tile_share(rows / box_rows, blockIdx.x, gridDim.x);
+  const Range mine = share(rows / box_rows, blockIdx.x, gridDim.x, 1);
   const long n = static_cast<long>(mine.end - mine.begin);
   if (threadIdx.x != 0 || n == 0) return;
   tmashmem::tma_acquire_tensor_maps(src);
@@ -120,4 +109,4 @@ __global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tensor_handle_t
   bar->inval();
 }
 
-}  // namespace perf_tm
+}  // namespace perf

@@ -1,45 +1,45 @@
-// tmashmem-perf: tmashmem's communication measured beside the copy engine and plain
-// SM copies in the same run (and beside NVSHMEM by perf_nvshmem, which prints the
-// same table and CSV columns). See perf_common.h for the command line, or --help.
+// tmashmem-perf and perf_nvshmem, one source: each runtime's communication measured beside
+// the copy engine and plain SM copies in the same run, with the same tests, kernels, checks,
+// table and CSV columns. PERF_NVSHMEM selects NVSHMEM's backend (nvshmem/backend.cuh),
+// otherwise tmashmem's. See perf_common.h for the command line, or --help.
 //
-// Every timed loop is followed by a check of its destination (poisoned before the
-// loop, compared with the source pattern after it, guard bytes after it untouched):
-// a fast wrong kernel reports FAIL and makes the program exit non-zero.
-//
-// One translation unit: the tests live in tm_bw.cuh, tm_msg.cuh and tm_sync.cuh.
+// Every timed loop is followed by a check of its destination (poisoned before the loop,
+// compared with the source pattern after it, guard bytes after it untouched): a fast wrong
+// kernel reports FAIL and makes the program exit non-zero.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <cstdio>
 
-#include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_common.h"
-#include "tools/perf/perf_cuda.cuh"
-#include "tools/perf/tm_bw.cuh"
-#include "tools/perf/tm_common.cuh"
-#include "tools/perf/tm_msg.cuh"
-#include "tools/perf/tm_sync.cuh"
+#ifdef PERF_NVSHMEM
+#define PERF_TMASHMEM 0
+#include "tools/perf/nvshmem/backend.cuh"
+#else
+#define PERF_TMASHMEM 1
+#include "tools/perf/backend_tmashmem.cuh"
+#include "tools/perf/tile_kernels.cuh"
+#endif
+#include "tools/perf/perf_bw.cuh"
+#include "tools/perf/perf_msg.cuh"
+#include "tools/perf/perf_sync.cuh"
 
 using namespace perf;
-using namespace perf_tm;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Options opt;
-  if (!parse_options(argc, argv, &opt)) {
+  const bool parsed = parse_options(argc, argv, &opt);
+  if (!parsed || opt.help) {
+    if (parsed && mpi_rank() == 0) print_usage(argv[0]);
     MPI_Finalize();
-    return 2;
+    return parsed ? 0 : 2;
   }
-  if (opt.help) {
-    if (mpi_rank() == 0) print_usage(argv[0]);
-    MPI_Finalize();
-    return 0;
-  }
-  select_device("tmashmem");
+  select_device(Runtime::kName, argc, argv);
   const PlacementShift shift;  // before init: the heap's physical pages differ per launch
-  tm_check(tmashmem_init(), "tmashmem_init");
+  Runtime::bootstrap();
+  Runtime::init();
   const int device_sms = device_sm_count();
-  Report report("tmashmem", opt);
+  Report report(Runtime::kName, opt);
   const Ceilings ceil = measure_ceilings(size_t(256) << 20, opt.reps, opt.timeout_s);
   report.set_ceiling(ceil.d2d_gbps, ceil.peer_gbps);
   shift.print();
@@ -54,13 +54,12 @@ int main(int argc, char** argv) {
   if (all || opt.test == "pingpong") failures += test_pingpong(opt, report);
   if (all || opt.test == "barrier") failures += test_barrier(opt, report, device_sms);
   if (!known && mpi_rank() == 0)
-    std::fprintf(stderr, "tmashmem-perf: unknown test '%s' (see --help)\n", opt.test.c_str());
-
-  tm_check(tmashmem_finalize(), "tmashmem_finalize");
+    std::fprintf(stderr, "perf: unknown test '%s' (see --help)\n", opt.test.c_str());
+  Runtime::finalize();
   int any = failures || !known;
   MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (mpi_rank() == 0)
-    std::printf("\n# tmashmem-perf %s: %s\n", opt.test.c_str(),
+    std::printf("\n# %s perf %s: %s\n", Runtime::kName, opt.test.c_str(),
                 any ? "FAILED (see FAIL rows or messages above)" : "all destinations checked OK");
   MPI_Finalize();
   return any ? 1 : 0;

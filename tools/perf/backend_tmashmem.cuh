@@ -1,0 +1,156 @@
+// tmashmem's face to the shared benchmark code: `Runtime` (host: init, symmetric memory,
+// launches) and its device half `Device`, the calls kernels.cuh makes. The NVSHMEM build
+// has the same names in nvshmem/backend.cuh. Also the tile views tmashmem-perf's TMA rows use.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "tmashmem/device.cuh"
+#include "tmashmem/tensor.h"
+#include "tmashmem/tmashmem.h"
+#include "tools/perf/perf_machine.cuh"
+
+namespace perf {
+
+inline void tm_check(tmashmem_status_t st, const char* what) {
+  if (st != TMASHMEM_SUCCESS)
+    die(std::string(what) + ": " + tmashmem_error_string(st) + ": " + tmashmem_last_error());
+}
+
+struct TmDevice {
+  tmashmem::Ctx ctx;
+  static constexpr bool kSyncAllCompletesStores = true;  // p() stores are visible after sync_all
+  __device__ int my_pe() const { return ctx.my_pe; }
+  __device__ int n_pes() const { return ctx.n_pes; }
+  template <bool kPut>
+  __device__ void block(char* dst, const char* src, size_t n, int pe) const {
+    if constexpr (kPut)
+      tmashmem::putmem_block(ctx, dst, src, n, pe);
+    else
+      tmashmem::getmem_block(ctx, dst, src, n, pe);
+  }
+  // blockDim.x issuers per CTA, each with its own part and its own staging.
+  __device__ Range nbi_share(Range cta) const {
+    const Range r = share(cta.end - cta.begin, threadIdx.x, blockDim.x);
+    return {cta.begin + r.begin, cta.begin + r.end};
+  }
+  template <bool kPut>
+  __device__ void nbi(char* dst, const char* src, size_t n, int pe, unsigned char* smem,
+                      uint32_t stage_bytes) const {
+    const tmashmem::BulkStage stage{smem + size_t(threadIdx.x) * stage_bytes, stage_bytes};
+    if constexpr (kPut)
+      tmashmem::putmem_nbi(ctx, dst, src, n, pe, stage);
+    else
+      tmashmem::getmem_nbi(ctx, dst, src, n, pe, stage);
+  }
+  __device__ void quiet_cta() const { tmashmem::quiet(); }
+  __device__ void quiet() const { tmashmem::quiet(); }
+  __device__ void p(uint64_t* dst, uint64_t v, int pe) const { tmashmem::p(ctx, dst, v, pe); }
+  __device__ void put(char* dst, const char* src, size_t n, int pe) const {
+    tmashmem::putmem(ctx, dst, src, n, pe);
+  }
+  template <bool kAdd>
+  __device__ void put_signal(char* dst, const char* src, size_t n, uint64_t* sig, uint64_t v,
+                             int pe) const {
+    tmashmem::put_signal(ctx, dst, src, n, sig, v,
+                         kAdd ? tmashmem::SignalOp::Add : tmashmem::SignalOp::Set, pe);
+  }
+  __device__ void put_signal_block(char* dst, const char* src, size_t n, uint64_t* sig, uint64_t v,
+                                   int pe) const {
+    tmashmem::put_signal_block(ctx, dst, src, n, sig, v, tmashmem::SignalOp::Set, pe);
+  }
+  __device__ void signal(uint64_t* sig, uint64_t v, int pe) const {
+    tmashmem::signal_op(ctx, sig, v, tmashmem::SignalOp::Set, pe);
+  }
+  __device__ void signal_relaxed(uint64_t* sig, uint64_t v, int pe) const {
+    tmashmem::signal_op_relaxed(ctx, sig, v, tmashmem::SignalOp::Set, pe);
+  }
+  // timeout_ns == 0 waits forever.
+  __device__ bool wait_ge(const uint64_t* sig, uint64_t v, uint64_t timeout_ns, int from) const {
+    return tmashmem::signal_wait_until(ctx, sig, tmashmem::Cmp::GE, v, timeout_ns, from) ==
+           tmashmem::Status::Ok;
+  }
+  __device__ bool barrier_all(uint64_t timeout_ns) const {
+    return tmashmem::barrier_all(ctx, timeout_ns) == tmashmem::Status::Ok;
+  }
+  __device__ bool sync_all(uint64_t timeout_ns) const {
+    return tmashmem::sync_all(ctx, timeout_ns) == tmashmem::Status::Ok;
+  }
+  __device__ uint64_t read_local(const uint64_t* p) const { return tmashmem::g(ctx, p, ctx.my_pe); }
+};
+
+struct Runtime {
+  using Device = TmDevice;
+  static constexpr const char* kName = "tmashmem";
+
+  static void bootstrap() {}  // untimed set-up before init (none)
+  static void init() { tm_check(tmashmem_init(), "tmashmem_init"); }
+  static void finalize() { tm_check(tmashmem_finalize(), "tmashmem_finalize"); }
+  static int my_pe() { return tmashmem_my_pe(); }
+  static int n_pes() { return tmashmem_n_pes(); }
+  static void barrier_all() { tm_check(tmashmem_barrier_all(), "tmashmem_barrier_all"); }
+  static char* alloc(size_t bytes) {
+    void* p = tmashmem_malloc(bytes);
+    if (!p) die("tmashmem_malloc(" + std::to_string(bytes) + "): " + tmashmem_last_error());
+    return static_cast<char*>(p);
+  }
+  static void free(void* p) { tm_check(tmashmem_free(p), "tmashmem_free"); }
+  template <class T>
+  static T* peer(T* p, int pe) {
+    void* q = tmashmem_ptr(p, pe);
+    if (!q) die("tmashmem_ptr: PE " + std::to_string(pe) + " is not load/store reachable");
+    return static_cast<T*>(q);
+  }
+  static Device device() {
+    Device d;
+    tm_check(tmashmem_device_ctx(&d.ctx), "tmashmem_device_ctx");
+    return d;
+  }
+  // grid_sync: every CTA must be resident (cooperative launch; where it is refused, an
+  // ordinary one: the device waits are bounded either way).
+  static void launch(const void* kernel, int ctas, int threads, void** args, cudaStream_t s,
+                     bool grid_sync) {
+    if (grid_sync) {
+      const cudaError_t e =
+          cudaLaunchCooperativeKernel(kernel, dim3(ctas), dim3(threads), args, 0, s);
+      if (e == cudaSuccess) return;
+      (void)cudaGetLastError();
+      static bool told = false;
+      if (!told && mpi_rank() == 0)
+        std::fprintf(stderr, "cooperative launch refused (%s); launching normally\n",
+                     cudaGetErrorString(e));
+      told = true;
+    }
+    PERF_CUDA(cudaLaunchKernel(kernel, dim3(ctas), dim3(threads), args, 0, s));
+  }
+};
+
+// ---- tile views and shared memory ---------------------------------------------------------
+
+constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
+
+// A 2-D u32 view of `bytes` at `p` (symmetric), rows of `inner` bytes, tiles of `box_rows`
+// rows. COLLECTIVE. Destroyed with the view's tensor.
+struct TileView {
+  tmashmem_tensor_t tensor = nullptr;
+  tmashmem_tile_tensor_t handle{};
+  TileView() = default;
+  TileView(void* p, size_t bytes, uint32_t inner, uint32_t box_rows) {
+    tmashmem_tensor_desc_t d;
+    const uint64_t dims[2] = {inner / 4, bytes / inner};
+    const uint32_t box[2] = {inner / 4, box_rows};
+    tm_check(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box),
+             "tmashmem_tensor_desc_init");
+    d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
+    tm_check(tmashmem_tensor_view(p, &d, &tensor), "tmashmem_tensor_view");
+    tm_check(tmashmem_tensor_device(tensor, &handle), "tmashmem_tensor_device");
+  }
+  void destroy() {
+    if (tensor) tm_check(tmashmem_tensor_destroy(tensor), "tmashmem_tensor_destroy");
+    tensor = nullptr;
+  }
+};
+
+}  // namespace perf
