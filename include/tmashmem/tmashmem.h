@@ -91,7 +91,8 @@ int tmashmem_device(void);       /* CUDA device ordinal in use, -1 before init *
 void* tmashmem_malloc(size_t size);
 void* tmashmem_calloc(size_t count, size_t size);
 void* tmashmem_align(size_t alignment, size_t size);
-/* COLLECTIVE. NULL is a no-op; a pointer not returned by malloc is an error. */
+/* COLLECTIVE. NULL is a no-op; a pointer not returned by malloc (the signal pad
+ * included) is an error. */
 tmashmem_status_t tmashmem_free(void* ptr);
 
 /* Address of `ptr`'s symmetric counterpart on `pe`, usable by loads and stores of
@@ -103,7 +104,8 @@ void* tmashmem_ptr(const void* ptr, int pe);
 tmashmem_status_t tmashmem_barrier_all(void);
 
 /* This PE's signal pad (TMASHMEM_SIGNAL_PAD_BYTES, symmetric), reserved for the
- * library's device barriers and on-stream signals. */
+ * library's device barriers and on-stream signals; NULL before init. It lives until
+ * tmashmem_finalize: tmashmem_free of it is TMASHMEM_ERROR_INVALID_VALUE. */
 void* tmashmem_signal_pad(void);
 
 /* Fill the POD that kernels take by value (see tmashmem/ctx.h). Refresh it after
