@@ -169,7 +169,10 @@ tmashmem_status_t tmashmem_barrier_all_on_stream(tmashmem_stream_t stream);
 
 /* Copies `bytes` from local `src` (device or pinned host memory) to PE `pe`'s copy
  * of symmetric `dest`, with the copy engine through the peer mapping. Completes in
- * stream order: the stream's next operation sees it finished. */
+ * stream order: the stream's next operation sees it finished. [dest, dest + bytes)
+ * must lie inside this PE's heap as backed so far (checked by offsets: a size that
+ * would wrap the address space, SIZE_MAX included, is TMASHMEM_ERROR_INVALID_VALUE);
+ * the same holds for getmem's `src`. */
 tmashmem_status_t tmashmem_putmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
                                             tmashmem_stream_t stream);
 
