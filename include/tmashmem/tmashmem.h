@@ -55,8 +55,11 @@ typedef enum tmashmem_handle_type {
 #define TMASHMEM_INIT_ATTR_VERSION 1u
 
 /* Overrides for tmashmem_init_attr. Zero (or AUTO) in a field means "take the
- * TMASHMEM_* environment variable, else the default". Fill with
- * tmashmem_init_attr_set_defaults() first. */
+ * TMASHMEM_* environment variable, else the default". Any other value must pass the
+ * same check as the variable's text (e.g. bootstrap_timeout_ms >= 1 like
+ * TMASHMEM_BOOTSTRAP_TIMEOUT_MS, debug >= 0, the enums one of their constants), else
+ * init fails with TMASHMEM_ERROR_INVALID_VALUE naming the field; so do a wrong version
+ * and non-zero `reserved` words. Fill with tmashmem_init_attr_set_defaults() first. */
 typedef struct tmashmem_init_attributes {
   uint32_t version;                    /* TMASHMEM_INIT_ATTR_VERSION */
   tmashmem_bootstrap_kind_t bootstrap;
@@ -66,7 +69,7 @@ typedef struct tmashmem_init_attributes {
   tmashmem_handle_type_t handle_type;
   int32_t bootstrap_timeout_ms;        /* bound on every blocking bootstrap call */
   int32_t debug;                       /* 0 quiet, 1 info, 2 trace */
-  uint64_t reserved[4];
+  uint64_t reserved[4];                /* must be 0 */
 } tmashmem_init_attr_t;
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
