@@ -80,6 +80,12 @@ tmashmem_status_t symmetric_free(const char* call, void* ptr) {
   uint64_t key = ptr == nullptr ? kForeignPointer - 1 : (in_heap ? offset : kForeignPointer);
   TMASHMEM_TRY(check_symmetric(call, {{"offset of ptr in the heap", key}}));
   if (ptr == nullptr) return TMASHMEM_SUCCESS;
+  if (rt.signal_pad != nullptr && ptr == rt.signal_pad)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s(%p): that is the library's signal pad (tmashmem_signal_pad()), which "
+                     "lives until tmashmem_finalize; free only what tmashmem_malloc/calloc/align "
+                     "returned",
+                     call, ptr);
   if (!in_heap || rt.allocator.block_size(offset) == 0)
     return set_error(
         TMASHMEM_ERROR_INVALID_VALUE,

@@ -89,37 +89,31 @@ tmashmem_status_t check_pe(const Runtime& rt, const char* call, int pe) {
   return TMASHMEM_SUCCESS;
 }
 
-// `ptr`'s counterpart on `pe` as tmashmem_ptr computes it (nullptr: not there).
-void* peer_address(const Runtime& rt, const void* ptr, int pe) {
-  if (pe < 0 || pe >= rt.bootstrap->size()) return nullptr;
-  return rt.heap.translate(ptr, pe);
-}
-
-// The address of symmetric range [address, address + bytes) on `pe`, checked:
-// inside this PE's heap, and `pe` load/store reachable.
+// The address of symmetric range [address, address + bytes) on `pe`, checked: inside the
+// backed part of this PE's heap (by offsets, so no size wraps the address space), and `pe`
+// load/store reachable. Every PE's heap is backed equally far (growth is collective), so
+// the range is then backed on `pe` too.
 tmashmem_status_t translate(const Runtime& rt, const char* call, const char* name,
                             const void* address, size_t bytes, int pe, void** out) {
   *out = nullptr;
   if (address == nullptr)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: %s is NULL; pass a symmetric address (from tmashmem_malloc)", call, name);
-  const int me = rt.bootstrap->rank();
-  const char* last_byte = static_cast<const char*>(address) + (bytes - 1);
-  void* first = peer_address(rt, address, pe);
-  void* last = peer_address(rt, last_byte, pe);
-  if (first == nullptr || last == nullptr ||
-      static_cast<char*>(last) - static_cast<char*>(first) != static_cast<ptrdiff_t>(bytes - 1)) {
-    if (peer_address(rt, address, me) == nullptr || peer_address(rt, last_byte, me) == nullptr)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap; pass an "
-                       "address range from tmashmem_malloc",
-                       call, name, address, bytes);
+  size_t offset = 0;
+  const size_t backed = rt.heap.backed_bytes();
+  if (!rt.heap.offset_of(address, &offset) || offset >= backed || bytes > backed - offset)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap (%zu bytes "
+                     "from %p); pass an address range from tmashmem_malloc",
+                     call, name, address, bytes, backed,
+                     reinterpret_cast<void*>(rt.heap.my_base()));
+  void* remote = pe >= 0 && pe < rt.bootstrap->size() ? rt.heap.translate(address, pe) : nullptr;
+  if (remote == nullptr)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: PE %d is not load/store reachable from PE %d (no peer mapping), so %s "
                      "cannot be reached there; use a PE on this node with peer access",
-                     call, pe, me, name);
-  }
-  *out = first;
+                     call, pe, rt.bootstrap->rank(), name);
+  *out = remote;
   return TMASHMEM_SUCCESS;
 }
 

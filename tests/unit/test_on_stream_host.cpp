@@ -129,6 +129,37 @@ TEST_CASE("on-stream host: argument errors name the problem") {
   CHECK(tmashmem_free(sym) == TMASHMEM_SUCCESS);
 }
 
+TEST_CASE("on-stream host: put/get ranges that wrap the address space are rejected") {
+  EmulatedRuntime rt(quick_waits());
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int me = tmashmem_my_pe(), peer = (me + 1) % tmashmem_n_pes();
+  auto* sym = static_cast<char*>(tmashmem_malloc(1 << 16));
+  REQUIRE(all_ranks(sym != nullptr));
+  char local[64] = {0};
+  char* inside = sym + 4096;
+  const uintptr_t to_top = UINTPTR_MAX - reinterpret_cast<uintptr_t>(inside);
+  // Each size makes `inside + size - 1` wrap around to (or below) a heap address.
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 100, size_t(to_top) + 2, size_t(to_top) + 4097}) {
+    INFO("bytes = " << bytes);
+    CHECK(failed_with(tmashmem_putmem_on_stream(inside, local, bytes, peer, some_stream()),
+                      TMASHMEM_ERROR_INVALID_VALUE,
+                      {"tmashmem_putmem_on_stream", "symmetric heap"}));
+    CHECK(failed_with(tmashmem_getmem_on_stream(local, inside, bytes, peer, some_stream()),
+                      TMASHMEM_ERROR_INVALID_VALUE,
+                      {"tmashmem_getmem_on_stream", "symmetric heap"}));
+  }
+  // The last byte of the backed heap is in range; one more is not.
+  tmashmem_ctx_t ctx;
+  REQUIRE(tmashmem_device_ctx(&ctx) == TMASHMEM_SUCCESS);
+  char* end = reinterpret_cast<char*>(ctx.heap_base + ctx.heap_size);
+  CHECK(no_kernels(tmashmem_putmem_on_stream(end - 64, local, 64, peer, some_stream()),
+                   "tmashmem_putmem_on_stream"));
+  CHECK(failed_with(tmashmem_putmem_on_stream(end - 64, local, 65, peer, some_stream()),
+                    TMASHMEM_ERROR_INVALID_VALUE, {"symmetric heap"}));
+  CHECK(tmashmem_barrier_all() == TMASHMEM_SUCCESS);
+  CHECK(tmashmem_free(sym) == TMASHMEM_SUCCESS);
+}
+
 TEST_CASE("on-stream host: without the device library every kernel and copy path says so") {
   REQUIRE(tmashmem::stream_kernels() == nullptr);
   EmulatedRuntime rt(quick_waits());
