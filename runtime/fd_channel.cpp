@@ -91,22 +91,6 @@ tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, 
   }
 }
 
-tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    bool sent = false;
-    TMASHMEM_TRY(try_send(to, message, fd, &sent));
-    if (sent) return TMASHMEM_SUCCESS;
-    if (remaining_ms(deadline) == 0)
-      return set_error(TMASHMEM_ERROR_TIMEOUT,
-                       "sending a memory handle to PE %d timed out after %d ms: its socket queue "
-                       "stayed full (is PE %d alive?)",
-                       to, timeout_ms, to);
-    pollfd p{socket_, POLLOUT, 0};
-    ::poll(&p, 1, 1);
-  }
-}
-
 tmashmem_status_t FdChannel::try_receive(FdMessage* message, int* fd, bool* got) {
   *got = false;
   for (;;) {

@@ -32,11 +32,9 @@ class FdChannel {
   void close();
   bool is_open() const { return socket_ >= 0; }
 
-  // Sends a duplicate of `fd` to PE `to`. The caller keeps `fd`. Waits while the
-  // peer's queue is full (callers that also receive should use try_send and drain
-  // their own queue meanwhile, or PEs that all send first can deadlock).
-  tmashmem_status_t send(int to, const FdMessage& message, int fd, int timeout_ms);
-  // One attempt: *sent is false (and the status success) when the peer's queue is full.
+  // Sends a duplicate of `fd` to PE `to` (the caller keeps `fd`), in one attempt: *sent
+  // is false (and the status success) when the peer's queue is full; the caller then
+  // drains its own queue and tries again, or PEs that all send first can deadlock.
   tmashmem_status_t try_send(int to, const FdMessage& message, int fd, bool* sent);
   // One attempt: *got is false (and the status success) when nothing is queued.
   tmashmem_status_t try_receive(FdMessage* message, int* fd, bool* got);

@@ -47,6 +47,26 @@ uint64_t random_job_id() {
   return id;
 }
 
+// ---- Bootstrap selection: settings and attr fields into the bootstrap's plain options.
+
+// The bootstraps report failures as status + message; the runtime's error adds the rank.
+tmashmem_status_t report_bootstrap_error(tmashmem_status_t status, const char* message) {
+  return set_error(status, "%s", message);
+}
+
+tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_attr_t* attr,
+                                    BootstrapOptions* out) {
+  BootstrapOptions o;
+  o.kind = config.bootstrap;
+  o.timeout_ms = config.bootstrap_timeout_ms;
+  o.debug = config.debug;
+  o.report = report_bootstrap_error;
+  o.mpi_comm = config.mpi_comm;
+  if (attr) o.nccl_comm = attr->nccl_comm;
+  *out = o;
+  return TMASHMEM_SUCCESS;
+}
+
 tmashmem_status_t select_device(Runtime& rt) {
   CUcontext current = nullptr;
   TMASHMEM_CU(cuCtxGetCurrent(&current));
@@ -201,7 +221,10 @@ void teardown(Runtime& rt) {
 
 tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   TMASHMEM_TRY(load_config(attr, &rt.config));
-  TMASHMEM_TRY(create_bootstrap(rt.config, &rt.bootstrap));
+  BootstrapOptions options;
+  TMASHMEM_TRY(bootstrap_options(rt.config, attr, &options));
+  rt.bootstrap_choice = choose_bootstrap(options);
+  TMASHMEM_TRY(create_bootstrap(options, &rt.bootstrap));
   Bootstrap& bs = *rt.bootstrap;
   set_error_rank(bs.rank());
 
@@ -321,6 +344,27 @@ void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr) {
 }
 
 tmashmem_status_t tmashmem_init(void) { return tmashmem_init_attr(nullptr); }
+
+const char* tmashmem_bootstrap_choice(void) {
+  thread_local std::string text;
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  BootstrapChoice choice = rt.bootstrap_choice;
+  if (!rt.initialized) {
+    Config config;
+    BootstrapOptions options;
+    std::string saved = last_error();
+    if (load_config(nullptr, &config) != TMASHMEM_SUCCESS ||
+        bootstrap_options(config, nullptr, &options) != TMASHMEM_SUCCESS) {
+      text = "unknown: " + last_error();
+      restore_error(TMASHMEM_SUCCESS, saved);
+      return text.c_str();
+    }
+    choice = choose_bootstrap(options);
+  }
+  text = std::string(bootstrap_kind_name(choice.kind)) + ": " + choice.reason;
+  return text.c_str();
+}
 
 tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr) {
   Runtime& rt = runtime();
