@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/uid_bootstrap.h"
 
 #ifdef TMASHMEM_WITH_MPI
 #include "bootstrap/mpi_bootstrap.h"
@@ -138,7 +139,7 @@ tmashmem_status_t create_bootstrap(const BootstrapOptions& options, std::unique_
         return report(options, message, TMASHMEM_ERROR_INVALID_VALUE,
                       "the unique-id bootstrap needs an id: set TMASHMEM_BOOTSTRAP_UID (text of "
                       "tmashmem_uniqueid_to_string) or tmashmem_init_attr_t.uniqueid");
-      return report(options, message, TMASHMEM_ERROR_NOT_SUPPORTED, "no unique-id bootstrap in this build");
+      st = make_uid_bootstrap(options, &made, &why);
       break;
     case TMASHMEM_BOOTSTRAP_NCCL:
 #ifdef TMASHMEM_WITH_NCCL
