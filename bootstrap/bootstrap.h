@@ -65,11 +65,11 @@ class Bootstrap {
 
 // Which bootstrap tmashmem_init starts with these options, and why (for the debug
 // log and tmashmem-info). Pure: reads only the options and the launcher's environment.
-struct BootstrapChoice {
+struct BootstrapDecision {
   tmashmem_bootstrap_kind_t kind = TMASHMEM_BOOTSTRAP_SINGLE;
   std::string reason;
 };
-BootstrapChoice choose_bootstrap(const BootstrapOptions& options);
+BootstrapDecision choose_bootstrap(const BootstrapOptions& options);
 const char* bootstrap_kind_name(tmashmem_bootstrap_kind_t kind);
 
 // Starts the bootstrap choose_bootstrap names. On failure *out stays empty and the

@@ -68,8 +68,8 @@ const char* bootstrap_kind_name(tmashmem_bootstrap_kind_t kind) {
   return "unknown";
 }
 
-BootstrapChoice choose_bootstrap(const BootstrapOptions& options) {
-  BootstrapChoice c;
+BootstrapDecision choose_bootstrap(const BootstrapOptions& options) {
+  BootstrapDecision c;
   if (options.kind != TMASHMEM_BOOTSTRAP_AUTO) {
     c.kind = options.kind;
     c.reason = "forced (TMASHMEM_BOOTSTRAP or tmashmem_init_attr_t.bootstrap)";
@@ -113,7 +113,7 @@ BootstrapChoice choose_bootstrap(const BootstrapOptions& options) {
 tmashmem_status_t create_bootstrap(const BootstrapOptions& options, std::unique_ptr<Bootstrap>* out,
                                    std::string* message) {
   out->reset();
-  BootstrapChoice choice = choose_bootstrap(options);
+  BootstrapDecision choice = choose_bootstrap(options);
   if (options.debug >= 1)
     std::fprintf(stderr, "[tmashmem] bootstrap: %s (%s)\n", bootstrap_kind_name(choice.kind),
                  choice.reason.c_str());

@@ -1,41 +1,15 @@
 #include "runtime/config.h"
 
+#include <strings.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "runtime/error.h"
 
 namespace tmashmem {
-
-const std::vector<SettingInfo>& settings() {
-  static const std::vector<SettingInfo> table = {
-      {"TMASHMEM_HEAP_MAX", "32G",
-       "bytes of symmetric heap each PE may allocate (virtual reservation; memory is created on "
-       "demand)"},
-      {"TMASHMEM_CHUNK_SIZE", "256M",
-       "bytes of device memory created per heap growth step (rounded up to the allocation "
-       "granularity)"},
-      {"TMASHMEM_HANDLE_TYPE", "auto",
-       "how heap memory is shared between PEs: auto (fabric if exporting one works, else "
-       "posix_fd), posix_fd, fabric"},
-      {"TMASHMEM_BOOTSTRAP", "auto",
-       "how PEs find each other: auto (MPI when launched by mpirun or MPI is initialised, else "
-       "single), mpi, single"},
-      {"TMASHMEM_BOOTSTRAP_TIMEOUT_MS", "120000",
-       "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "
-       "naming it"},
-      {"TMASHMEM_MULTICAST", "auto",
-       "NVLink multicast objects: auto, on, off (not used by this release; reported by "
-       "tmashmem-info)"},
-      {"TMASHMEM_STREAM_MEM_OPS", "on",
-       "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the "
-       "device supports them; off (or 0): always the library's one-thread kernels"},
-      {"TMASHMEM_DEBUG", "0",
-       "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth"},
-  };
-  return table;
-}
 
 std::string setting_value(const char* name) {
   const char* v = std::getenv(name);
@@ -71,6 +45,29 @@ bool parse_size(const std::string& text, size_t* bytes) {
   return true;
 }
 
+bool Size::parse(const char* text, size_t* out) {
+  size_t bytes = 0;
+  if (!parse_size(text, &bytes) || bytes == 0) return false;
+  *out = bytes;
+  return true;
+}
+
+std::string Size::expected() {
+  return "a size: write a positive number with an optional unit, e.g. 64M, 2G";
+}
+
+bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
+
+bool parse_int(const char* text, long min_value, long max_value, long* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || value < min_value || value > max_value)
+    return false;
+  *out = value;
+  return true;
+}
+
 std::string format_size(size_t bytes) {
   const char* units[] = {"", "K", "M", "G", "T"};
   int u = 0;
@@ -83,78 +80,56 @@ std::string format_size(size_t bytes) {
 
 namespace {
 
-tmashmem_status_t env_size(const char* name, size_t* out) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return TMASHMEM_SUCCESS;
-  if (!parse_size(v, out) || *out == 0)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s=\"%s\" is not a size: write a positive number with an optional unit, "
-                     "e.g. 64M, 2G",
-                     name, v);
-  return TMASHMEM_SUCCESS;
+template <typename Type>
+bool valid_setting(const char* text) {
+  typename Type::type value{};
+  return Type::parse(text, &value);
 }
 
-tmashmem_status_t env_int(const char* name, int min_value, int* out) {
+// `name` from the environment into *out; unset or empty keeps *out.
+template <typename Type>
+tmashmem_status_t from_environment(const char* name, typename Type::type* out) {
   const char* v = std::getenv(name);
   if (!v || !*v) return TMASHMEM_SUCCESS;
-  char* end = nullptr;
-  long value = std::strtol(v, &end, 10);
-  if (*end != '\0' || value < min_value || value > 0x7fffffff)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s=\"%s\" is not an integer >= %d", name, v,
-                     min_value);
-  *out = static_cast<int>(value);
+  if (!Type::parse(v, out))
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s=\"%s\" is not %s", name, v,
+                     Type::expected().c_str());
   return TMASHMEM_SUCCESS;
-}
-
-template <typename Enum>
-tmashmem_status_t env_choice(const char* name, const char* const* words, const Enum* values,
-                             int count, Enum* out) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return TMASHMEM_SUCCESS;
-  std::string accepted;
-  for (int i = 0; i < count; ++i) {
-    if (strcasecmp(v, words[i]) == 0) {
-      *out = values[i];
-      return TMASHMEM_SUCCESS;
-    }
-    accepted += (i ? ", " : "") + std::string(words[i]);
-  }
-  return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s=\"%s\" is not one of: %s", name, v,
-                   accepted.c_str());
 }
 
 }  // namespace
 
+Config::Config() {
+  // The defaults are the table's text, parsed as the environment would be
+  // (test_config checks that every default parses).
+#define TMASHMEM_DEFAULT(field, name, Type, default_text, help) Type::parse(default_text, &field);
+  TMASHMEM_SETTINGS(TMASHMEM_DEFAULT)
+#undef TMASHMEM_DEFAULT
+}
+
+const std::vector<SettingInfo>& settings() {
+  static const std::vector<SettingInfo> table = {
+#define TMASHMEM_SETTING_INFO(field, name, Type, default_text, help) \
+  {name, default_text, help, &valid_setting<Type>, &Type::expected},
+      TMASHMEM_SETTINGS(TMASHMEM_SETTING_INFO)
+#undef TMASHMEM_SETTING_INFO
+  };
+  return table;
+}
+
+std::string settings_markdown() {
+  std::string out = "| setting | default | meaning |\n| --- | --- | --- |\n";
+  for (const SettingInfo& s : settings())
+    out += format_string("| `%s` | %s | %s |\n", s.name, s.default_value, s.help);
+  return out;
+}
+
 tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
   Config c;
-  TMASHMEM_TRY(env_size("TMASHMEM_HEAP_MAX", &c.heap_max));
-  TMASHMEM_TRY(env_size("TMASHMEM_CHUNK_SIZE", &c.chunk_size));
-  {
-    static const char* const words[] = {"auto", "posix_fd", "fabric"};
-    static const tmashmem_handle_type_t values[] = {TMASHMEM_HANDLE_AUTO, TMASHMEM_HANDLE_POSIX_FD,
-                                                    TMASHMEM_HANDLE_FABRIC};
-    TMASHMEM_TRY(env_choice("TMASHMEM_HANDLE_TYPE", words, values, 3, &c.handle_type));
-  }
-  {
-    static const char* const words[] = {"auto", "mpi", "single"};
-    static const tmashmem_bootstrap_kind_t values[] = {
-        TMASHMEM_BOOTSTRAP_AUTO, TMASHMEM_BOOTSTRAP_MPI, TMASHMEM_BOOTSTRAP_SINGLE};
-    TMASHMEM_TRY(env_choice("TMASHMEM_BOOTSTRAP", words, values, 3, &c.bootstrap));
-  }
-  {
-    static const char* const words[] = {"auto", "on", "off"};
-    static const char* const values[] = {"auto", "on", "off"};
-    const char* m = "auto";
-    TMASHMEM_TRY(env_choice("TMASHMEM_MULTICAST", words, values, 3, &m));
-    c.multicast = m;
-  }
-  {
-    static const char* const words[] = {"on", "off", "1", "0"};
-    static const bool values[] = {true, false, true, false};
-    TMASHMEM_TRY(env_choice("TMASHMEM_STREAM_MEM_OPS", words, values, 4, &c.stream_mem_ops));
-  }
-  TMASHMEM_TRY(env_int("TMASHMEM_BOOTSTRAP_TIMEOUT_MS", 1, &c.bootstrap_timeout_ms));
-  TMASHMEM_TRY(env_int("TMASHMEM_DEBUG", 0, &c.debug));
+#define TMASHMEM_FROM_ENVIRONMENT(field, name, Type, default_text, help) \
+  TMASHMEM_TRY(from_environment<Type>(name, &c.field));
+  TMASHMEM_SETTINGS(TMASHMEM_FROM_ENVIRONMENT)
+#undef TMASHMEM_FROM_ENVIRONMENT
   if (attr) {
     if (attr->version != TMASHMEM_INIT_ATTR_VERSION)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
@@ -168,7 +143,7 @@ tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
     if (attr->handle_type != TMASHMEM_HANDLE_AUTO) c.handle_type = attr->handle_type;
     if (attr->bootstrap_timeout_ms > 0) c.bootstrap_timeout_ms = attr->bootstrap_timeout_ms;
     if (attr->debug > 0) c.debug = attr->debug;
-    if (attr->bootstrap < TMASHMEM_BOOTSTRAP_AUTO || attr->bootstrap > TMASHMEM_BOOTSTRAP_SINGLE)
+    if (attr->bootstrap < TMASHMEM_BOOTSTRAP_AUTO || attr->bootstrap > TMASHMEM_BOOTSTRAP_NCCL)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "tmashmem_init_attr_t.bootstrap = %d is not "
                        "a tmashmem_bootstrap_kind_t",

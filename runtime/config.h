@@ -1,5 +1,5 @@
-// Settings: every TMASHMEM_* environment variable with its default and help text.
-// tmashmem_init_attr fields override the environment; tmashmem-info prints the table.
+// Settings: the Config every part of the runtime reads, filled from the table of
+// runtime/settings.h (environment first, tmashmem_init_attr fields on top).
 #pragma once
 
 #include <cstddef>
@@ -7,40 +7,40 @@
 #include <string>
 #include <vector>
 
+#include "runtime/settings.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
 
 struct Config {
-  size_t heap_max = size_t(32) << 30;                             // TMASHMEM_HEAP_MAX
-  size_t chunk_size = size_t(256) << 20;                          // TMASHMEM_CHUNK_SIZE
-  tmashmem_handle_type_t handle_type = TMASHMEM_HANDLE_AUTO;      // TMASHMEM_HANDLE_TYPE
-  tmashmem_bootstrap_kind_t bootstrap = TMASHMEM_BOOTSTRAP_AUTO;  // TMASHMEM_BOOTSTRAP
-  int bootstrap_timeout_ms = 120000;                              // TMASHMEM_BOOTSTRAP_TIMEOUT_MS
-  int debug = 0;                                                  // TMASHMEM_DEBUG
-  std::string multicast = "auto";  // TMASHMEM_MULTICAST (gate for a later release)
-  bool stream_mem_ops = true;      // TMASHMEM_STREAM_MEM_OPS (off: on-stream signals use kernels)
+  // One field per row of TMASHMEM_SETTINGS, at the row's default.
+#define TMASHMEM_CONFIG_FIELD(field, name, Type, default_text, help) Type::type field{};
+  TMASHMEM_SETTINGS(TMASHMEM_CONFIG_FIELD)
+#undef TMASHMEM_CONFIG_FIELD
   const void* mpi_comm = nullptr;  // attr only
+
+  Config();
 };
 
 struct SettingInfo {
   const char* name;           // TMASHMEM_...
   const char* default_value;  // as the user would write it
   const char* help;           // one line
+  bool (*valid)(const char* text);
+  std::string (*expected)();  // what valid() accepts, e.g. "one of: auto, on, off"
 };
 
-// Every setting, in the order tmashmem-info prints them.
+// Every setting, in the order tmashmem-info prints them (the table's order).
 const std::vector<SettingInfo>& settings();
 
 // Current value of a setting as text ("" when unset), for tmashmem-info.
 std::string setting_value(const char* name);
 
+// The settings as the Markdown table README.md carries (header, separator, one row each).
+std::string settings_markdown();
+
 // Environment first, then `attr` (may be NULL) on top. Errors name the variable,
 // the value and the accepted forms.
 tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out);
-
-// "64M", "2G", "4096", "1T" (binary units) -> bytes.
-bool parse_size(const std::string& text, size_t* bytes);
-std::string format_size(size_t bytes);
 
 }  // namespace tmashmem

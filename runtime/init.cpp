@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bootstrap/uid_id.h"
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
@@ -54,6 +56,18 @@ tmashmem_status_t report_bootstrap_error(tmashmem_status_t status, const char* m
   return set_error(status, "%s", message);
 }
 
+// A decimal integer setting given as text ("" = unset, *out unchanged).
+tmashmem_status_t int_setting(const char* name, const std::string& text, int min_value, int* out) {
+  if (text.empty()) return TMASHMEM_SUCCESS;
+  char* end = nullptr;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (*end != '\0' || value < min_value || value > 0x7fffffff)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s=\"%s\" is not an integer >= %d", name,
+                     text.c_str(), min_value);
+  *out = static_cast<int>(value);
+  return TMASHMEM_SUCCESS;
+}
+
 tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_attr_t* attr,
                                     BootstrapOptions* out) {
   BootstrapOptions o;
@@ -63,8 +77,34 @@ tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_at
   o.report = report_bootstrap_error;
   o.mpi_comm = config.mpi_comm;
   if (attr) o.nccl_comm = attr->nccl_comm;
+  if (attr && attr->uniqueid) {
+    o.have_uid = true;
+    o.uid = *attr->uniqueid;
+    o.uid_source = "tmashmem_init_attr_t.uniqueid";
+  } else if (!config.bootstrap_uid.empty()) {
+    std::string why;
+    if (!uid_from_text(config.bootstrap_uid, &o.uid, &why))
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_BOOTSTRAP_UID: %s", why.c_str());
+    o.have_uid = true;
+    o.uid_source = "TMASHMEM_BOOTSTRAP_UID";
+  }
+  TMASHMEM_TRY(int_setting("TMASHMEM_BOOTSTRAP_UID_RANK", config.bootstrap_uid_rank, 0, &o.uid_rank));
+  TMASHMEM_TRY(int_setting("TMASHMEM_BOOTSTRAP_UID_SIZE", config.bootstrap_uid_size, 1, &o.uid_size));
+  if (attr && attr->uid_size > 0) {
+    o.uid_rank = attr->uid_rank;
+    o.uid_size = attr->uid_size;
+  }
   *out = o;
   return TMASHMEM_SUCCESS;
+}
+
+UidAddressOptions uid_address_options(const Config& config) {
+  UidAddressOptions where;
+  where.ifname = config.bootstrap_uid_ifname;
+  where.family = config.bootstrap_uid_family;
+  where.address = config.bootstrap_uid_addr;
+  where.debug = config.debug;
+  return where;
 }
 
 tmashmem_status_t select_device(Runtime& rt) {
@@ -345,11 +385,40 @@ void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr) {
 
 tmashmem_status_t tmashmem_init(void) { return tmashmem_init_attr(nullptr); }
 
+tmashmem_status_t tmashmem_get_uniqueid(tmashmem_uniqueid_t* id) {
+  if (!id) return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_get_uniqueid: id is NULL");
+  Config config;
+  TMASHMEM_TRY(load_config(nullptr, &config));
+  std::string why;
+  if (!make_uid(uid_address_options(config), id, &why))
+    return set_error(TMASHMEM_ERROR_BOOTSTRAP, "tmashmem_get_uniqueid: %s", why.c_str());
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_uniqueid_to_string(const tmashmem_uniqueid_t* id, char* text,
+                                              size_t text_bytes) {
+  if (!id || !text || text_bytes < TMASHMEM_UNIQUEID_TEXT_BYTES)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "tmashmem_uniqueid_to_string needs an id and %d bytes of text (got %zu)",
+                     TMASHMEM_UNIQUEID_TEXT_BYTES, text ? text_bytes : size_t(0));
+  std::string hex = uid_to_hex(*id);
+  std::memcpy(text, hex.c_str(), hex.size() + 1);
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t tmashmem_uniqueid_from_string(const char* text, tmashmem_uniqueid_t* id) {
+  if (!text || !id)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "tmashmem_uniqueid_from_string: NULL argument");
+  std::string why;
+  if (!uid_from_text(text, id, &why)) return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s", why.c_str());
+  return TMASHMEM_SUCCESS;
+}
+
 const char* tmashmem_bootstrap_choice(void) {
   thread_local std::string text;
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
-  BootstrapChoice choice = rt.bootstrap_choice;
+  BootstrapDecision choice = rt.bootstrap_choice;
   if (!rt.initialized) {
     Config config;
     BootstrapOptions options;

@@ -29,7 +29,7 @@ struct Runtime {
   bool initialized = false;
   Config config;
   std::unique_ptr<Bootstrap> bootstrap;
-  BootstrapChoice bootstrap_choice;  // what started it and why (tmashmem_bootstrap_choice)
+  BootstrapDecision bootstrap_choice;  // what started it and why (tmashmem_bootstrap_choice)
 
   CUdevice device = 0;
   int device_ordinal = -1;
@@ -56,13 +56,16 @@ Runtime& runtime();
 // TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised.
 tmashmem_status_t require_initialized(const char* call);
 
-// COLLECTIVE. All-gathers `call` and its named arguments; any difference between
-// PEs is TMASHMEM_ERROR_SYMMETRY on every PE, naming the PEs and the values.
-using NamedArg = std::pair<const char*, uint64_t>;
+// COLLECTIVE. All-gathers `call` and all of its named arguments; a different call, a
+// different number of arguments or any differing argument is TMASHMEM_ERROR_SYMMETRY on
+// every PE, naming the argument, the PEs and the values, and ending with `fix` (default:
+// "every PE must pass the same value").
+using NamedArg = std::pair<std::string, uint64_t>;
 // "" when every PE's value equals PE 0's; else "8192 on PE 1, 16 on PE 3 and 2 more
 // PEs" for the messages of symmetry errors. `values` is indexed by PE.
 std::string describe_differences(const std::vector<uint64_t>& values);
-tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args);
+tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args,
+                                  const char* fix = nullptr);
 
 // COLLECTIVE. The allocation path behind malloc/calloc/align and symmetric tensors:
 // checks symmetry, places the block, grows the heap on every PE if needed, zeroes

@@ -56,23 +56,14 @@ void release_tensor_tables() {
 
 namespace {
 
-// What one PE says about a collective tensor call.
-struct TensorCallRecord {
-  int32_t status;
-  int32_t has_desc;
-  tmashmem_tensor_desc_t desc;
-  uint64_t offset;  // view: heap offset of the pointer
-  char message[384];
-};
-
 // COLLECTIVE: every PE learns whether any PE failed `step`, with that PE's message.
 tmashmem_status_t agree(const char* call, const char* step, tmashmem_status_t mine) {
   return tmashmem::agree(*runtime().bootstrap, mine, call, step);
 }
 
 // The descriptor as named values, in a fixed order, for the symmetry check.
-std::vector<std::pair<std::string, uint64_t>> named_fields(const tmashmem_tensor_desc_t& d) {
-  std::vector<std::pair<std::string, uint64_t>> f;
+std::vector<NamedArg> named_fields(const tmashmem_tensor_desc_t& d) {
+  std::vector<NamedArg> f;
   f.emplace_back("desc.dtype", d.dtype);
   f.emplace_back("desc.rank", d.rank);
   for (int i = 0; i < TMASHMEM_TENSOR_MAX_RANK; ++i)
@@ -88,31 +79,6 @@ std::vector<std::pair<std::string, uint64_t>> named_fields(const tmashmem_tensor
   f.emplace_back("desc.l2_promotion", d.l2_promotion);
   f.emplace_back("desc.oob_fill", d.oob_fill);
   return f;
-}
-
-// Names the first field (or the view's heap offset) on which some PE differs from PE 0.
-tmashmem_status_t check_same_everywhere(const char* call, const std::vector<TensorCallRecord>& all,
-                                        bool is_view) {
-  const auto ref = named_fields(all[0].desc);
-  std::vector<std::vector<std::pair<std::string, uint64_t>>> fields;
-  for (const TensorCallRecord& r : all) fields.push_back(named_fields(r.desc));
-  const size_t n_fields = ref.size() + (is_view ? 1 : 0);
-  for (size_t k = 0; k < n_fields; ++k) {
-    const bool offset_field = k == ref.size();
-    const char* name = offset_field ? "the heap offset of symmetric_ptr" : ref[k].first.c_str();
-    uint64_t want = offset_field ? all[0].offset : ref[k].second;
-    std::vector<uint64_t> values;
-    for (size_t pe = 0; pe < all.size(); ++pe)
-      values.push_back(offset_field ? all[pe].offset : fields[pe][k].second);
-    std::string differing = describe_differences(values);
-    if (!differing.empty())
-      return set_error(TMASHMEM_ERROR_SYMMETRY,
-                       "%s is collective but the PEs describe different tensors: %s = %llu on PE 0 "
-                       "but %s; every PE must pass the same descriptor%s",
-                       call, name, static_cast<unsigned long long>(want), differing.c_str(),
-                       is_view ? " and a pointer at the same heap offset" : "");
-  }
-  return TMASHMEM_SUCCESS;
 }
 
 // Looks `t` up among the live tensors of this init generation.
@@ -198,24 +164,16 @@ tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
                                      rt.heap.my_base(), rt.heap.my_base() + rt.heap.backed_bytes(),
                                      "the heap's backed range");
   }
-  TensorCallRecord mine;
-  std::memset(&mine, 0, sizeof mine);
-  mine.status = st;
-  mine.has_desc = desc != nullptr;
-  if (desc) mine.desc = *desc;
-  mine.offset = offset;
-  std::string my_message = last_error();
-  if (st != TMASHMEM_SUCCESS)
-    std::snprintf(mine.message, sizeof mine.message, "%s", my_message.c_str());
+  TMASHMEM_TRY(agree(call, "checking its arguments", st));
+  // Every PE's descriptor is valid: now they must all be the same one (and a view's
+  // pointer at the same heap offset), checked field by field like any collective's arguments.
+  std::vector<NamedArg> fields = named_fields(*desc);
+  if (is_view) fields.emplace_back("the heap offset of symmetric_ptr", offset);
+  TMASHMEM_TRY(check_symmetric(
+      call, fields,
+      is_view ? "every PE must pass the same descriptor and a pointer at the same heap offset"
+              : "every PE must pass the same descriptor"));
   Bootstrap& bs = *rt.bootstrap;
-  std::vector<TensorCallRecord> all(static_cast<size_t>(bs.size()));
-  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
-  if (st != TMASHMEM_SUCCESS) return restore_error(st, my_message);
-  for (int pe = 0; pe < bs.size(); ++pe)
-    if (all[static_cast<size_t>(pe)].status != TMASHMEM_SUCCESS)
-      return set_error(static_cast<tmashmem_status_t>(all[static_cast<size_t>(pe)].status),
-                       "%s failed on PE %d: %s", call, pe, all[static_cast<size_t>(pe)].message);
-  TMASHMEM_TRY(check_same_everywhere(call, all, is_view));
 
   // 2. The backing store.
   auto t = std::unique_ptr<tmashmem_tensor>(new tmashmem_tensor);

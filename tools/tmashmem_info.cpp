@@ -1,6 +1,7 @@
 // tmashmem-info: version, build options, every setting with its value and help,
 // and each visible CUDA device with the attributes the runtime depends on.
-// Usage: tmashmem-info [-a]   (-a: also the peer-access matrix)
+// Usage: tmashmem-info [-a | --markdown]
+//   -a: also the peer-access matrix; --markdown: only the settings table README.md carries
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -87,8 +88,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "-a") || !std::strcmp(argv[i], "--all")) {
       all = true;
+    } else if (!std::strcmp(argv[i], "--markdown")) {
+      std::fputs(settings_markdown().c_str(), stdout);
+      return 0;
     } else {
-      std::fprintf(stderr, "usage: %s [-a]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [-a | --markdown]\n", argv[0]);
       return 2;
     }
   }

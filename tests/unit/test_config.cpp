@@ -1,7 +1,9 @@
-// Settings: size parsing, every variable's validation message, attr overrides,
-// and the multicast gate's kill switches.
+// Settings: size parsing, every variable's validation message, attr overrides, the
+// README's settings table against runtime/settings.h, and the multicast gate's kill switches.
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/catch.h"
 #include "runtime/config.h"
@@ -139,6 +141,68 @@ TEST_CASE("config: every setting has a default and a help line") {
     CHECK(std::string(s.default_value).size() > 0);
     CHECK(std::string(s.help).size() > 20);
   }
+}
+
+TEST_CASE("config: every default parses as its setting's type") {
+  for (const SettingInfo& s : settings()) {
+    INFO(s.name << " default \"" << s.default_value << "\"");
+    CHECK(s.valid(s.default_value));
+    CHECK(s.expected().size() > 3);
+  }
+  CHECK_FALSE(settings().front().valid("not-a-size"));
+}
+
+namespace {
+
+// The cells of one Markdown table row "| a | b | c |"; empty when `line` is not a row.
+std::vector<std::string> table_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  if (line.size() < 4 || line.compare(0, 2, "| ") != 0 || line.compare(line.size() - 2, 2, " |"))
+    return cells;
+  const std::string inner = line.substr(2, line.size() - 4);
+  size_t start = 0;
+  for (;;) {
+    const size_t bar = inner.find(" | ", start);
+    cells.push_back(inner.substr(start, bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 3;
+  }
+  return cells;
+}
+
+}  // namespace
+
+TEST_CASE("config: README.md's settings table is runtime/settings.h's table") {
+  std::ifstream readme(TMASHMEM_README);
+  REQUIRE(readme.good());
+  std::string line;
+  bool header = false;
+  while (std::getline(readme, line))
+    if (line == "| setting | default | meaning |") {
+      header = true;
+      break;
+    }
+  REQUIRE(header);
+  REQUIRE(std::getline(readme, line));
+  CHECK(line == "| --- | --- | --- |");
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(readme, line) && !line.empty() && line[0] == '|') {
+    rows.push_back(table_cells(line));
+    INFO("README row: " << line);
+    CHECK(rows.back().size() == 3);
+  }
+  INFO("regenerate the README's table with `tmashmem-info --markdown`");
+  REQUIRE(rows.size() == settings().size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SettingInfo& s = settings()[i];
+    if (rows[i].size() != 3) continue;
+    INFO("row " << i << ": " << s.name);
+    CHECK(rows[i][0] == "`" + std::string(s.name) + "`");
+    CHECK(rows[i][1] == s.default_value);
+    CHECK(rows[i][2] == s.help);
+  }
+  // The same rows tmashmem-info --markdown prints.
+  CHECK(settings_markdown().find("| `TMASHMEM_HEAP_MAX` | 32G | ") != std::string::npos);
 }
 
 TEST_CASE("multicast gate: kill switches and the user setting each turn it off") {

@@ -8,6 +8,7 @@
 
 #include "common/catch.h"
 #include "common/test_util.h"
+#include "runtime/runtime.h"
 #include "runtime_fixture.h"
 
 using namespace tmashmem_test;
@@ -240,6 +241,44 @@ TEST_CASE("heap: asymmetric arguments are an error on every PE, naming PEs and v
   int local = 0;
   CHECK(tmashmem_free(me == 0 ? static_cast<void*>(&local) : good) == TMASHMEM_ERROR_SYMMETRY);
   CHECK(tmashmem_free(good) == TMASHMEM_SUCCESS);  // the heap is still consistent
+}
+
+TEST_CASE("heap: the symmetry check compares every argument of a collective, however many") {
+  if (mpi_size() < 2) {
+    mark_skipped("needs 2 PEs to disagree");
+    return;
+  }
+  EmulatedRuntime rt;
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int me = tmashmem_my_pe(), last = tmashmem_n_pes() - 1;
+  std::mt19937_64 rng(run_seed() ^ 0x5e);  // run_seed() is the same on every PE
+  for (size_t n_args : {size_t(1), size_t(7), size_t(9), size_t(40)}) {
+    // The same random values everywhere (one seed), then the last PE changes one argument.
+    std::vector<tmashmem::NamedArg> args;
+    for (size_t i = 0; i < n_args; ++i) args.emplace_back("arg" + std::to_string(i), rng() >> 1);
+    CHECK(tmashmem::check_symmetric("test_collective", args) == TMASHMEM_SUCCESS);
+    for (size_t differing = 0; differing < n_args; ++differing) {
+      std::vector<tmashmem::NamedArg> mine = args;
+      const uint64_t want = args[differing].second;
+      if (me == last) mine[differing].second = want + 1;
+      INFO(n_args << " arguments, argument " << differing << " differs on PE " << last);
+      CHECK(tmashmem::check_symmetric("test_collective", mine) == TMASHMEM_ERROR_SYMMETRY);
+      const std::string m = tmashmem_last_error();
+      INFO(m);
+      CHECK(contains(
+          m, "arg" + std::to_string(differing) + " = " + std::to_string(want) + " on PE 0"));
+      CHECK(contains(m, std::to_string(want + 1) + " on PE " + std::to_string(last)));
+    }
+  }
+  // A different number of arguments is a different call.
+  std::vector<tmashmem::NamedArg> args;
+  for (size_t i = 0; i < (me == last ? 12u : 11u); ++i) args.emplace_back("arg", i);
+  CHECK(tmashmem::check_symmetric("test_collective", args) == TMASHMEM_ERROR_SYMMETRY);
+  CHECK(contains(tmashmem_last_error(), "out of step"));
+  // The heap still works.
+  void* p = tmashmem_malloc(4096);
+  CHECK(all_ranks(p != nullptr));
+  CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
 }
 
 TEST_CASE("heap: peers on devices without P2P are not mapped and tmashmem_ptr says NULL") {

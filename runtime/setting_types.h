@@ -1,0 +1,147 @@
+// The types a setting of runtime/settings.h may have. Each has
+//   using type = ...;                                  the Config field's type
+//   static bool parse(const char* text, type* out);    false: not a valid value
+//   static std::string expected();                     "<text> is not " + expected()
+// A new choice is a struct with a `choices` table and the two one-line functions below.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tmashmem/tmashmem.h"
+
+namespace tmashmem {
+
+// "64M", "2G", "4096", "1T" (binary units) -> bytes.
+bool parse_size(const std::string& text, size_t* bytes);
+std::string format_size(size_t bytes);
+
+// A positive byte count with an optional binary unit.
+struct Size {
+  using type = size_t;
+  static bool parse(const char* text, type* out);
+  static std::string expected();
+};
+
+// A decimal integer in [Min, INT32_MAX].
+template <int Min>
+struct IntAtLeast {
+  using type = int;
+  static bool parse(const char* text, type* out);
+  static std::string expected();
+};
+using IntAtLeast0 = IntAtLeast<0>;
+using IntAtLeast1 = IntAtLeast<1>;
+
+// Any text, taken as written.
+struct Text {
+  using type = std::string;
+  static bool parse(const char* text, type* out) {
+    *out = text;
+    return true;
+  }
+  static std::string expected() { return "any text"; }
+};
+
+template <typename Value>
+struct Choice {
+  const char* word;  // matched case-insensitively
+  Value value;
+};
+
+template <typename Value, size_t N, typename Out>
+bool parse_choice(const Choice<Value> (&choices)[N], const char* text, Out* out);
+template <typename Value, size_t N>
+std::string one_of(const Choice<Value> (&choices)[N]);
+
+// on/off, 1/0.
+struct Switch {
+  using type = bool;
+  static constexpr Choice<bool> choices[] = {
+      {"on", true}, {"off", false}, {"1", true}, {"0", false}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+struct HandleTypeChoice {
+  using type = tmashmem_handle_type_t;
+  static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_HANDLE_AUTO},
+                                             {"posix_fd", TMASHMEM_HANDLE_POSIX_FD},
+                                             {"fabric", TMASHMEM_HANDLE_FABRIC}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+struct BootstrapChoice {
+  using type = tmashmem_bootstrap_kind_t;
+  static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_BOOTSTRAP_AUTO},
+                                             {"mpi", TMASHMEM_BOOTSTRAP_MPI},
+                                             {"single", TMASHMEM_BOOTSTRAP_SINGLE},
+                                             {"uid", TMASHMEM_BOOTSTRAP_UID},
+                                             {"nccl", TMASHMEM_BOOTSTRAP_NCCL}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+// bootstrap/uid_address.cpp reads the word.
+struct UidFamilyChoice {
+  using type = std::string;
+  static constexpr Choice<const char*> choices[] = {
+      {"auto", "auto"}, {"AF_INET", "AF_INET"}, {"AF_INET6", "AF_INET6"}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+// runtime/fd_channel.h reads the word.
+struct FdSocketChoice {
+  using type = std::string;
+  static constexpr Choice<const char*> choices[] = {
+      {"auto", "auto"}, {"abstract", "abstract"}, {"filesystem", "filesystem"}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+// The gate of runtime/multicast_gate.h reads the word ("auto", "on", "off").
+struct MulticastChoice {
+  using type = std::string;
+  static constexpr Choice<const char*> choices[] = {{"auto", "auto"}, {"on", "on"}, {"off", "off"}};
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+};
+
+// ---- implementation of the templates above --------------------------------------------
+
+bool equal_ignoring_case(const char* a, const char* b);
+bool parse_int(const char* text, long min_value, long max_value, long* out);
+
+template <int Min>
+bool IntAtLeast<Min>::parse(const char* text, type* out) {
+  long value = 0;
+  if (!parse_int(text, Min, 0x7fffffff, &value)) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+template <int Min>
+std::string IntAtLeast<Min>::expected() {
+  return "an integer >= " + std::to_string(Min);
+}
+
+template <typename Value, size_t N, typename Out>
+bool parse_choice(const Choice<Value> (&choices)[N], const char* text, Out* out) {
+  for (const Choice<Value>& c : choices)
+    if (equal_ignoring_case(text, c.word)) {
+      *out = c.value;
+      return true;
+    }
+  return false;
+}
+
+template <typename Value, size_t N>
+std::string one_of(const Choice<Value> (&choices)[N]) {
+  std::string words = "one of: ";
+  for (size_t i = 0; i < N; ++i) words += (i ? ", " : "") + std::string(choices[i].word);
+  return words;
+}
+
+}  // namespace tmashmem

@@ -1,0 +1,60 @@
+// Every TMASHMEM_* setting, once. The Config fields, their defaults, the environment
+// parsing and its error messages (runtime/config.cpp), tmashmem-info's listing and the
+// README's settings table all come from this table; test_config fails when README.md's
+// table differs from it (`tmashmem-info --markdown` prints the table to paste there).
+//
+// Adding a setting is one row:
+//   X(config_field, "TMASHMEM_NAME", Type, "default as the user writes it", "one-line help")
+// where Type is a setting type of runtime/setting_types.h (Size, IntAtLeast0, IntAtLeast1,
+// Switch, Text, or a choice such as HandleTypeChoice) and the default must parse as Type.
+// Rows are listed (tmashmem-info, README) and parsed in this order. Help text must not
+// contain '|' (it becomes a Markdown table cell).
+#pragma once
+
+#include "runtime/setting_types.h"
+
+// clang-format off
+#define TMASHMEM_SETTINGS(X)                                                                     \
+  X(heap_max, "TMASHMEM_HEAP_MAX", Size, "32G",                                                  \
+    "bytes of symmetric heap each PE may allocate (virtual reservation; memory is created on "   \
+    "demand)")                                                                                   \
+  X(chunk_size, "TMASHMEM_CHUNK_SIZE", Size, "256M",                                             \
+    "bytes of device memory created per heap growth step (rounded up to the allocation "         \
+    "granularity)")                                                                              \
+  X(handle_type, "TMASHMEM_HANDLE_TYPE", HandleTypeChoice, "auto",                               \
+    "how heap memory is shared between PEs: auto (fabric if exporting one works, else "          \
+    "posix_fd), posix_fd, fabric")                                                               \
+  X(bootstrap, "TMASHMEM_BOOTSTRAP", BootstrapChoice, "auto",                                    \
+    "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or "   \
+    "once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, "  \
+    "nccl, single")                                                                              \
+  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, "",                                           \
+    "unique id of the job (hex or base64 text of tmashmem_uniqueid_to_string; e.g. "             \
+    "tmashmem-info --uniqueid): starts the unique-id bootstrap")                                 \
+  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, "",                                 \
+    "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap")       \
+  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, "",                                 \
+    "number of PEs of the unique-id bootstrap (the same on every PE)")                           \
+  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, "",                             \
+    "interface whose address a new unique id names (default: the first that is up, skipping "    \
+    "docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)")         \
+  X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, "auto",              \
+    "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6")            \
+  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, "",                                 \
+    "explicit numeric address of this host for a new unique id's root (overrides the interface "  \
+    "choice)")                                                                                   \
+  X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, "auto",                                     \
+    "where the node's PEs pass heap fds: auto (abstract Unix sockets, or a private directory "   \
+    "when the PEs are in different network namespaces), abstract, filesystem")                   \
+  X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, "120000",                \
+    "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "     \
+    "naming it")                                                                                 \
+  X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, "auto",                                    \
+    "NVLink multicast objects: auto, on, off (not used by this release; reported by "            \
+    "tmashmem-info)")                                                                            \
+  X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, "on",                                     \
+    "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the "   \
+    "device supports them; off (or 0): always the library's one-thread kernels")                \
+  X(debug, "TMASHMEM_DEBUG", IntAtLeast0, "0",                                                   \
+    "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth")
+// clang-format on
