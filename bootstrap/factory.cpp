@@ -18,8 +18,8 @@ namespace {
 
 // The first variable an MPI launcher (Open MPI, MPICH/Hydra, Slurm's PMI, PMIx) sets.
 const char* mpi_launcher_variable() {
-  static const char* const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
-                                      "PMI_RANK", "MPI_LOCALNRANKS"};
+  static const char* const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
+                                      "MPI_LOCALNRANKS"};
   for (const char* n : names)
     if (std::getenv(n)) return n;
   return nullptr;
@@ -59,11 +59,16 @@ bool bootstrap_has_nccl() {
 
 const char* bootstrap_kind_name(tmashmem_bootstrap_kind_t kind) {
   switch (kind) {
-    case TMASHMEM_BOOTSTRAP_AUTO: return "auto";
-    case TMASHMEM_BOOTSTRAP_MPI: return "mpi";
-    case TMASHMEM_BOOTSTRAP_SINGLE: return "single";
-    case TMASHMEM_BOOTSTRAP_UID: return "uid";
-    case TMASHMEM_BOOTSTRAP_NCCL: return "nccl";
+    case TMASHMEM_BOOTSTRAP_AUTO:
+      return "auto";
+    case TMASHMEM_BOOTSTRAP_MPI:
+      return "mpi";
+    case TMASHMEM_BOOTSTRAP_SINGLE:
+      return "single";
+    case TMASHMEM_BOOTSTRAP_UID:
+      return "uid";
+    case TMASHMEM_BOOTSTRAP_NCCL:
+      return "nccl";
   }
   return "unknown";
 }

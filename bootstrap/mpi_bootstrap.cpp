@@ -9,15 +9,14 @@
 #include <string>
 #include <vector>
 
-
 namespace tmashmem {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-#define TRY(expr)                                        \
-  do {                                                   \
-    tmashmem_status_t try_status_ = (expr);              \
+#define TRY(expr)                                            \
+  do {                                                       \
+    tmashmem_status_t try_status_ = (expr);                  \
     if (try_status_ != TMASHMEM_SUCCESS) return try_status_; \
   } while (0)
 
@@ -92,12 +91,12 @@ class MpiBootstrap final : public Bootstrap {
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       TRY(check(MPI_Irecv(static_cast<char*>(out) + bytes * static_cast<size_t>(r),
-                                   static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                   &recvs[static_cast<size_t>(r)]),
-                         "MPI_Irecv"));
+                          static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
+                          &recvs[static_cast<size_t>(r)]),
+                "MPI_Irecv"));
       TRY(check(MPI_Isend(mine, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                   &sends[static_cast<size_t>(r)]),
-                         "MPI_Isend"));
+                          &sends[static_cast<size_t>(r)]),
+                "MPI_Isend"));
     }
     return wait_all(recvs, sends, "allgather");
   }
@@ -106,7 +105,7 @@ class MpiBootstrap final : public Bootstrap {
     TRY(usable());
     if (root < 0 || root >= size_)
       return fail(TMASHMEM_ERROR_INVALID_VALUE, "broadcast root %d out of range [0, %d)", root,
-                       size_);
+                  size_);
     int tag = next_tag();
     std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
     std::vector<MPI_Request> sends(static_cast<size_t>(size_), MPI_REQUEST_NULL);
@@ -114,12 +113,12 @@ class MpiBootstrap final : public Bootstrap {
       for (int r = 0; r < size_; ++r)
         if (r != root)
           TRY(check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, r, tag, comm_,
-                                       &sends[static_cast<size_t>(r)]),
-                             "MPI_Isend"));
+                              &sends[static_cast<size_t>(r)]),
+                    "MPI_Isend"));
     } else {
       TRY(check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, root, tag, comm_,
-                                   &recvs[static_cast<size_t>(root)]),
-                         "MPI_Irecv"));
+                          &recvs[static_cast<size_t>(root)]),
+                "MPI_Irecv"));
     }
     return wait_all(recvs, sends, "broadcast");
   }
@@ -138,11 +137,11 @@ class MpiBootstrap final : public Bootstrap {
     MPI_Finalized(&finalized);
     if (finalized)
       return fail(TMASHMEM_ERROR_BOOTSTRAP,
-                       "MPI is already finalized: call tmashmem_finalize before MPI_Finalize");
+                  "MPI is already finalized: call tmashmem_finalize before MPI_Finalize");
     if (failed_)
       return fail(TMASHMEM_ERROR_BOOTSTRAP,
-                       "the MPI bootstrap is unusable after an earlier timeout; the PEs are out of "
-                       "step (restart the job)");
+                  "the MPI bootstrap is unusable after an earlier timeout; the PEs are out of "
+                  "step (restart the job)");
     return TMASHMEM_SUCCESS;
   }
 

@@ -16,10 +16,10 @@ using BootstrapReporter = tmashmem_status_t (*)(tmashmem_status_t status, const 
 // Where the unique-id root listens (tmashmem_get_uniqueid): an interface name, an
 // address family and an explicit address, each optional.
 struct UidAddressOptions {
-  std::string ifname;         // e.g. "eth0"; "" = choose (see uid_address.h)
+  std::string ifname;           // e.g. "eth0"; "" = choose (see uid_address.h)
   std::string family = "auto";  // "AF_INET", "AF_INET6" or "auto"
-  std::string address;        // an explicit address of this host; "" = from the interface
-  int debug = 0;              // >= 1: log the choice to stderr
+  std::string address;          // an explicit address of this host; "" = from the interface
+  int debug = 0;                // >= 1: log the choice to stderr
 };
 
 struct BootstrapOptions {

@@ -4,10 +4,10 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <strings.h>
 
 #include <cstdio>
 #include <cstring>
-#include <strings.h>
 #include <vector>
 
 namespace tmashmem {
@@ -83,7 +83,9 @@ bool choose_root_address(const UidAddressOptions& where, SocketAddress* out, std
       out->length = sizeof *v6;
     } else {
       *why = "TMASHMEM_BOOTSTRAP_UID_ADDR=\"" + where.address + "\" is not an " +
-             (family == AF_INET ? "IPv4" : family == AF_INET6 ? "IPv6" : "IPv4 or IPv6") +
+             (family == AF_INET    ? "IPv4"
+              : family == AF_INET6 ? "IPv6"
+                                   : "IPv4 or IPv6") +
              " address (write it numerically, e.g. 10.0.0.1 or fd00::1)";
       return false;
     }
@@ -121,10 +123,13 @@ bool choose_root_address(const UidAddressOptions& where, SocketAddress* out, std
   if (!best) {
     freeifaddrs(list);
     *why = named ? "no interface named \"" + where.ifname + "\" is up with an address of family " +
-                       (family == AF_INET ? "AF_INET" : family == AF_INET6 ? "AF_INET6" : "AF_INET or AF_INET6") +
+                       (family == AF_INET    ? "AF_INET"
+                        : family == AF_INET6 ? "AF_INET6"
+                                             : "AF_INET or AF_INET6") +
                        " (check TMASHMEM_BOOTSTRAP_UID_IFNAME and _FAMILY)"
-                 : std::string("no network interface with an address is up (set "
-                               "TMASHMEM_BOOTSTRAP_UID_ADDR or _IFNAME)");
+                 : std::string(
+                       "no network interface with an address is up (set "
+                       "TMASHMEM_BOOTSTRAP_UID_ADDR or _IFNAME)");
     return false;
   }
   size_t length = best->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -133,9 +138,9 @@ bool choose_root_address(const UidAddressOptions& where, SocketAddress* out, std
   if (out->family() == AF_INET6 && link_local_v6(out->get()))
     reinterpret_cast<sockaddr_in6*>(&out->storage)->sin6_scope_id = if_nametoindex(best->ifa_name);
   *chosen_by = std::string("interface ") + best->ifa_name +
-               (named ? " (TMASHMEM_BOOTSTRAP_UID_IFNAME)"
-                      : best == loopback ? " (loopback: no other interface is up)"
-                                         : " (first suitable interface)");
+               (named              ? " (TMASHMEM_BOOTSTRAP_UID_IFNAME)"
+                : best == loopback ? " (loopback: no other interface is up)"
+                                   : " (first suitable interface)");
   freeifaddrs(list);
   return true;
 }

@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <vector>
 
 #include "bootstrap/uid_auth.h"
@@ -23,12 +23,11 @@
 namespace tmashmem {
 namespace {
 
-#define TMASHMEM_UID_TRY(expr)                                      \
-  do {                                                              \
-    tmashmem_status_t uid_try_status_ = (expr);                     \
+#define TMASHMEM_UID_TRY(expr)                                       \
+  do {                                                               \
+    tmashmem_status_t uid_try_status_ = (expr);                      \
     if (uid_try_status_ != TMASHMEM_SUCCESS) return uid_try_status_; \
   } while (0)
-
 
 uint64_t mac_of(const uint8_t secret[16], const uint8_t nonce[16], const char* purpose, int rank,
                 int size) {
@@ -170,7 +169,8 @@ class UidBootstrap final : public Bootstrap {
   }
 
   void log_refusal(const std::string& peer, const std::string& why) {
-    std::fprintf(stderr, "[tmashmem rank 0] unique-id bootstrap: refused a connection from %s: %s\n",
+    std::fprintf(stderr,
+                 "[tmashmem rank 0] unique-id bootstrap: refused a connection from %s: %s\n",
                  peer.c_str(), why.c_str());
   }
 
@@ -206,7 +206,8 @@ class UidBootstrap final : public Bootstrap {
                   "(make a new id)",
                   root_text_.c_str(), why.c_str());
     if (debug_ >= 1)
-      std::fprintf(stderr, "[tmashmem rank 0] unique-id bootstrap: root listening on %s for %d ranks\n",
+      std::fprintf(stderr,
+                   "[tmashmem rank 0] unique-id bootstrap: root listening on %s for %d ranks\n",
                    root_text_.c_str(), size_ - 1);
     struct Pending {
       int fd;
@@ -235,13 +236,12 @@ class UidBootstrap final : public Bootstrap {
       if (n < 0 && errno == EINTR) continue;
       if (n == 0 || ms_left(deadline) == 0) {
         for (size_t i = pending.size(); i-- > 0;) drop(i);
-        return root_fail(
-            TMASHMEM_ERROR_TIMEOUT,
-            "unique-id bootstrap timed out after " + std::to_string(timeout_ms_) +
-                " ms in step 'accept' at the root " + root_text_ + ": rank(s) " +
-                list_missing(arrived, -1) +
-                " did not connect (dead, not started, or given another id; raise "
-                "TMASHMEM_BOOTSTRAP_TIMEOUT_MS if they are only slow)");
+        return root_fail(TMASHMEM_ERROR_TIMEOUT,
+                         "unique-id bootstrap timed out after " + std::to_string(timeout_ms_) +
+                             " ms in step 'accept' at the root " + root_text_ + ": rank(s) " +
+                             list_missing(arrived, -1) +
+                             " did not connect (dead, not started, or given another id; raise "
+                             "TMASHMEM_BOOTSTRAP_TIMEOUT_MS if they are only slow)");
       }
       // Answers first (indices shift when one is dropped), then new connections.
       for (size_t i = pending.size(); i-- > 0;) {
@@ -305,8 +305,8 @@ class UidBootstrap final : public Bootstrap {
       if (send_all(fd, &h, sizeof h, deadline, &err) != IoResult::kOk ||
           send_all(fd, &w, sizeof w, deadline, &err) != IoResult::kOk)
         return root_fail(TMASHMEM_ERROR_BOOTSTRAP,
-                         "unique-id bootstrap: the root could not admit rank " +
-                             std::to_string(r) + " (step 'welcome'): its connection failed " + err);
+                         "unique-id bootstrap: the root could not admit rank " + std::to_string(r) +
+                             " (step 'welcome'): its connection failed " + err);
     }
     return TMASHMEM_SUCCESS;
   }
@@ -499,15 +499,15 @@ class UidBootstrap final : public Bootstrap {
           if (r == IoResult::kOk &&
               (b.head.magic != kFrameMagic || b.head.tag != kTagGather || b.head.sequence != seq ||
                b.head.sender != rank || b.head.length != lengths[static_cast<size_t>(rank)]))
-            return root_fail(
-                TMASHMEM_ERROR_BOOTSTRAP,
-                std::string("unique-id bootstrap ") + what + ": rank " + std::to_string(rank) +
-                    " sent tag " + std::to_string(b.head.tag) + ", call " +
-                    std::to_string(b.head.sequence) + ", sender " + std::to_string(b.head.sender) +
-                    ", " + std::to_string(b.head.length) + " bytes where the root expected call " +
-                    std::to_string(seq) + " with " +
-                    std::to_string(lengths[static_cast<size_t>(rank)]) +
-                    " bytes: the PEs are out of step (different collective calls)");
+            return root_fail(TMASHMEM_ERROR_BOOTSTRAP,
+                             std::string("unique-id bootstrap ") + what + ": rank " +
+                                 std::to_string(rank) + " sent tag " + std::to_string(b.head.tag) +
+                                 ", call " + std::to_string(b.head.sequence) + ", sender " +
+                                 std::to_string(b.head.sender) + ", " +
+                                 std::to_string(b.head.length) +
+                                 " bytes where the root expected call " + std::to_string(seq) +
+                                 " with " + std::to_string(lengths[static_cast<size_t>(rank)]) +
+                                 " bytes: the PEs are out of step (different collective calls)");
         }
         if (r == IoResult::kOk && b.head_have == sizeof b.head)
           r = recv_some(b.fd, b.payload, b.head.length, &b.payload_have, &why);
@@ -517,7 +517,8 @@ class UidBootstrap final : public Bootstrap {
                            std::string("unique-id bootstrap ") + what + ": rank " +
                                std::to_string(rank) +
                                " closed its connection to the root (it exited or failed; see "
-                               "its error)" + (why.empty() ? "" : ": " + why));
+                               "its error)" +
+                               (why.empty() ? "" : ": " + why));
         arrived[static_cast<size_t>(rank)] = true;
         ++done;
       }
@@ -537,13 +538,15 @@ class UidBootstrap final : public Bootstrap {
       IoResult io = send_all(fd, &h, sizeof h, deadline, &why);
       if (io == IoResult::kOk && bytes) io = send_all(fd, result, bytes, deadline, &why);
       if (io == IoResult::kTimeout)
-        return root_fail(TMASHMEM_ERROR_TIMEOUT,
-                         std::string("unique-id bootstrap ") + what + ": sending the result to rank " +
-                             std::to_string(r) + " timed out after " + std::to_string(timeout_ms_) +
-                             " ms (it stopped reading)");
+        return root_fail(TMASHMEM_ERROR_TIMEOUT, std::string("unique-id bootstrap ") + what +
+                                                     ": sending the result to rank " +
+                                                     std::to_string(r) + " timed out after " +
+                                                     std::to_string(timeout_ms_) +
+                                                     " ms (it stopped reading)");
       if (io != IoResult::kOk)
         return root_fail(TMASHMEM_ERROR_BOOTSTRAP,
-                         std::string("unique-id bootstrap ") + what + ": rank " + std::to_string(r) +
+                         std::string("unique-id bootstrap ") + what + ": rank " +
+                             std::to_string(r) +
                              " closed its connection to the root (it exited or failed)");
     }
     return TMASHMEM_SUCCESS;

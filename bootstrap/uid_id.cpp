@@ -66,8 +66,9 @@ UidLayout uid_layout(const tmashmem_uniqueid_t& id) {
 bool uid_valid(const tmashmem_uniqueid_t& id, std::string* why) {
   UidLayout l = uid_layout(id);
   if (l.magic != kUidMagic) {
-    *why = "this is not a tmashmem unique id (wrong magic): pass the bytes of tmashmem_get_uniqueid "
-           "or the text of tmashmem_uniqueid_to_string unchanged";
+    *why =
+        "this is not a tmashmem unique id (wrong magic): pass the bytes of tmashmem_get_uniqueid "
+        "or the text of tmashmem_uniqueid_to_string unchanged";
     return false;
   }
   if (l.version != kUidVersion) {
@@ -147,8 +148,8 @@ bool make_uid(const UidAddressOptions& where, tmashmem_uniqueid_t* id, std::stri
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   if (::bind(s, address.get(), address.length) != 0 ||
       getsockname(s, address.get(), &address.length) != 0) {
-    *why = "binding " + address_text(address.get()) + " (" + chosen_by + ") for the unique id: " +
-           std::strerror(errno) + " (is it an address of this host?)";
+    *why = "binding " + address_text(address.get()) + " (" + chosen_by +
+           ") for the unique id: " + std::strerror(errno) + " (is it an address of this host?)";
     ::close(s);
     return false;
   }
@@ -171,8 +172,8 @@ bool make_uid(const UidAddressOptions& where, tmashmem_uniqueid_t* id, std::stri
   if (!fill_random(l.secret, sizeof l.secret, why)) return false;
   std::memcpy(id->internal, &l, sizeof l);
   if (where.debug >= 1)
-    std::fprintf(stderr, "[tmashmem] unique id: root %s, chosen by %s\n", uid_root_text(*id).c_str(),
-                 chosen_by.c_str());
+    std::fprintf(stderr, "[tmashmem] unique id: root %s, chosen by %s\n",
+                 uid_root_text(*id).c_str(), chosen_by.c_str());
   return true;
 }
 

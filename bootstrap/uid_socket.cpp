@@ -13,9 +13,7 @@
 namespace tmashmem {
 namespace {
 
-std::string errno_text(const char* call) {
-  return std::string(call) + ": " + std::strerror(errno);
-}
+std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
 // Waits for `events` on fd; false on timeout.
 bool wait_for(int fd, short events, Deadline deadline) {

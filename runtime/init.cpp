@@ -56,9 +56,9 @@ tmashmem_status_t report_bootstrap_error(tmashmem_status_t status, const char* m
   return set_error(status, "%s", message);
 }
 
-// A decimal integer setting given as text ("" = unset, *out unchanged).
+// A decimal integer setting given as text ("none" = unset, *out unchanged).
 tmashmem_status_t int_setting(const char* name, const std::string& text, int min_value, int* out) {
-  if (text.empty()) return TMASHMEM_SUCCESS;
+  if (text.empty() || text == "none") return TMASHMEM_SUCCESS;
   char* end = nullptr;
   long value = std::strtol(text.c_str(), &end, 10);
   if (*end != '\0' || value < min_value || value > 0x7fffffff)
@@ -81,7 +81,7 @@ tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_at
     o.have_uid = true;
     o.uid = *attr->uniqueid;
     o.uid_source = "tmashmem_init_attr_t.uniqueid";
-  } else if (!config.bootstrap_uid.empty()) {
+  } else if (!config.bootstrap_uid.empty() && config.bootstrap_uid != "none") {
     std::string why;
     if (!uid_from_text(config.bootstrap_uid, &o.uid, &why))
       return set_error(TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_BOOTSTRAP_UID: %s", why.c_str());
@@ -100,9 +100,9 @@ tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_at
 
 UidAddressOptions uid_address_options(const Config& config) {
   UidAddressOptions where;
-  where.ifname = config.bootstrap_uid_ifname;
+  where.ifname = config.bootstrap_uid_ifname == "auto" ? "" : config.bootstrap_uid_ifname;
   where.family = config.bootstrap_uid_family;
-  where.address = config.bootstrap_uid_addr;
+  where.address = config.bootstrap_uid_addr == "auto" ? "" : config.bootstrap_uid_addr;
   where.debug = config.debug;
   return where;
 }
@@ -264,6 +264,7 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   BootstrapOptions options;
   TMASHMEM_TRY(bootstrap_options(rt.config, attr, &options));
   rt.bootstrap_choice = choose_bootstrap(options);
+  if (rt.bootstrap_choice.kind == TMASHMEM_BOOTSTRAP_UID) set_error_rank(options.uid_rank);
   TMASHMEM_TRY(create_bootstrap(options, &rt.bootstrap));
   Bootstrap& bs = *rt.bootstrap;
   set_error_rank(bs.rank());

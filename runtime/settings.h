@@ -28,19 +28,19 @@
     "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or "   \
     "once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, "  \
     "nccl, single")                                                                              \
-  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, "",                                           \
-    "unique id of the job (hex or base64 text of tmashmem_uniqueid_to_string; e.g. "             \
-    "tmashmem-info --uniqueid): starts the unique-id bootstrap")                                 \
-  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, "",                                 \
+  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, "none",                                           \
+    "unique id of the job (hex or base64 text, as tmashmem_uniqueid_to_string writes it): "      \
+    "starts the unique-id bootstrap")                                                            \
+  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, "none",                                 \
     "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap")       \
-  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, "",                                 \
+  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, "none",                                 \
     "number of PEs of the unique-id bootstrap (the same on every PE)")                           \
-  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, "",                             \
+  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, "auto",                             \
     "interface whose address a new unique id names (default: the first that is up, skipping "    \
     "docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)")         \
   X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, "auto",              \
     "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6")            \
-  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, "",                                 \
+  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, "auto",                                 \
     "explicit numeric address of this host for a new unique id's root (overrides the interface "  \
     "choice)")                                                                                   \
   X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, "auto",                                     \
