@@ -1,12 +1,10 @@
 // tmashmem_init / tmashmem_finalize: bootstrap, driver, device, peers, heap.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -34,19 +32,6 @@ struct PeInfo {
 // COLLECTIVE: every PE learns whether any PE failed a step of init.
 tmashmem_status_t agree(tmashmem_status_t mine, const char* step) {
   return tmashmem::agree(*runtime().bootstrap, mine, "tmashmem_init", step);
-}
-
-uint64_t random_job_id() {
-  uint64_t id = 0;
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    if (::read(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = 0;
-    ::close(fd);
-  }
-  if (id == 0)
-    id = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-         (static_cast<uint64_t>(getpid()) << 32);
-  return id;
 }
 
 // ---- Bootstrap selection: settings and attr fields into the bootstrap's plain options.
@@ -307,11 +292,11 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   rt.one_gpu = rt.one_gpu && rt.n_local_pes == bs.size();
   TMASHMEM_TRY(agree(choose_handle_type(rt, all), "choosing the memory handle type"));
 
-  rt.job_id = bs.rank() == 0 ? random_job_id() : 0;
-  TMASHMEM_TRY(bs.broadcast(&rt.job_id, sizeof rt.job_id, 0));
   st = TMASHMEM_SUCCESS;
-  if (rt.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    st = rt.channel.open(rt.job_id, bs.rank());
+  if (rt.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)  // the same on every PE
+    st = rt.channel.open(bs, rt.first_local_pe, rt.n_local_pes, rt.config.fd_socket,
+                         rt.config.debug);
+  rt.job_id = rt.channel.job_id();
   TMASHMEM_TRY(agree(st, "opening the handle-exchange socket"));
 
   HeapSetup setup;
