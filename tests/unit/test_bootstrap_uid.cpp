@@ -193,7 +193,14 @@ int rank_cycles() {
   emu::install();
   int fds = count_fds(), threads = count_threads();
   int cycles = 0;
+  // A private TMPDIR: other tests' sockets come and go in /tmp meanwhile.
+  char dir[] = "/tmp/tmashmem-uid-test-tmp.XXXXXX";
+  EXPECT(mkdtemp(dir) != nullptr);
+  setenv("TMPDIR", dir, 1);
+  int files = count_tmp_sockets();
   for (int cycle = 0; cycle < 100 && !g_failures; ++cycle, ++cycles) {
+    // Both kinds of handle-exchange socket, alternately.
+    setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
     tmashmem_init_attr_t attr = small_attr();
     tmashmem_status_t st = tmashmem_init_attr(&attr);
     EXPECT(st == TMASHMEM_SUCCESS);
@@ -217,6 +224,11 @@ int rank_cycles() {
     }
   }
   EXPECT(cycles == 100);
+  unsetenv("TMASHMEM_FD_SOCKET");
+  EXPECT(count_tmp_sockets() == files);
+  EXPECT(files == 0);
+  unsetenv("TMPDIR");
+  EXPECT(rmdir(dir) == 0);  // empty: every socket directory was removed
   std::printf("%d cycles done over %s; %d fds, %d threads before and after\n", cycles,
               tmashmem_bootstrap_choice(), fds, threads);
   emu::uninstall();

@@ -31,6 +31,19 @@ int count_entries(const char* path) {
 
 }  // namespace
 
+int count_tmp_sockets() {
+  const char* tmp = std::getenv("TMPDIR");
+  int n = 0;
+  if (DIR* d = opendir(tmp && *tmp ? tmp : "/tmp")) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "tmashmem-", 9) == 0 &&
+          std::strncmp(e->d_name, "tmashmem-uid-test", 17) != 0)
+        ++n;
+    closedir(d);
+  }
+  return n;
+}
+
 int count_fds() { return count_entries("/proc/self/fd") - 1; }  // minus opendir's own
 int count_threads() { return count_entries("/proc/self/task"); }
 

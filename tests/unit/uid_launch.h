@@ -33,6 +33,8 @@ void finish(Job* job, int limit_ms);
 // Whether this machine can bind ::1.
 bool have_ipv6_loopback();
 
+// Entries of $TMPDIR (or /tmp) whose name starts with "tmashmem-" (filesystem sockets).
+int count_tmp_sockets();
 int count_fds();
 int count_threads();
 
