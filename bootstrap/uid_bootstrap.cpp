@@ -88,6 +88,9 @@ struct Inbound {
   size_t payload_have = 0;
 };
 
+// Unanswered connections the root keeps at once during the join.
+constexpr size_t kMaxPending = 256;
+
 class UidBootstrap final : public Bootstrap {
  public:
   UidBootstrap(const BootstrapOptions& options)
@@ -290,6 +293,11 @@ class UidBootstrap final : public Bootstrap {
         pending.erase(pending.begin() + static_cast<long>(i));
       }
       if (fds[0].revents & POLLIN) accept_ready(&pending, deadline);
+      // Connections that never answer cannot pile up: the oldest make room.
+      while (pending.size() > kMaxPending) {
+        log_refusal(pending.front().peer, "it did not answer before newer connections came");
+        drop(0);
+      }
     }
     ::close(listen_fd_);  // nobody else may join now
     listen_fd_ = -1;

@@ -57,7 +57,7 @@ int listen_on(const SocketAddress& address, int backlog, std::string* why) {
 
 int connect_until(const SocketAddress& address, Deadline deadline, IoResult* result,
                   std::string* why) {
-  int delay_ms = 5;
+  int delay_ms = 1;
   for (;;) {
     int s = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s < 0) {
@@ -98,7 +98,7 @@ int connect_until(const SocketAddress& address, Deadline deadline, IoResult* res
     }
     int left = ms_left(deadline);
     usleep(static_cast<useconds_t>(1000 * (delay_ms < left ? delay_ms : left)));
-    if (delay_ms < 100) delay_ms *= 2;
+    if (delay_ms < 32) delay_ms *= 2;
   }
 }
 

@@ -4,9 +4,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/catch.h"
 #include "common/test_util.h"
@@ -50,10 +53,15 @@ TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int fds = open_fd_count(), tasks = threads(), files = tmp_sockets();
+  std::vector<double> init_ms;
   for (int cycle = 0; cycle < 100 && failures == 0; ++cycle) {
     setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
     tmashmem_init_attr_t attr = small_heap_attr();
-    if (tmashmem_init_attr(&attr) != TMASHMEM_SUCCESS) {
+    auto t0 = std::chrono::steady_clock::now();
+    tmashmem_status_t st = tmashmem_init_attr(&attr);
+    init_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (st != TMASHMEM_SUCCESS) {
       std::printf("cycle %d: %s\n", cycle, tmashmem_last_error());
       ++failures;
       break;
@@ -77,6 +85,10 @@ TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or
   }
   unsetenv("TMASHMEM_FD_SOCKET");
   MPI_Barrier(MPI_COMM_WORLD);
+  std::sort(init_ms.begin(), init_ms.end());
+  if (mpi_rank() == 0 && !init_ms.empty())
+    std::printf("%zu MPI init cycles on %d PEs: init median %.2f ms, max %.2f ms\n", init_ms.size(),
+                mpi_size(), init_ms[init_ms.size() / 2], init_ms.back());
   CHECK(failures == 0);
   CHECK(open_fd_count() == fds);
   CHECK(threads() == tasks);

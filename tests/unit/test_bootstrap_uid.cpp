@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -193,6 +194,7 @@ int rank_cycles() {
   emu::install();
   int fds = count_fds(), threads = count_threads();
   int cycles = 0;
+  std::vector<double> init_ms;
   // A private TMPDIR: other tests' sockets come and go in /tmp meanwhile.
   char dir[] = "/tmp/tmashmem-uid-test-tmp.XXXXXX";
   EXPECT(mkdtemp(dir) != nullptr);
@@ -202,7 +204,10 @@ int rank_cycles() {
     // Both kinds of handle-exchange socket, alternately.
     setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
     tmashmem_init_attr_t attr = small_attr();
+    auto t0 = std::chrono::steady_clock::now();
     tmashmem_status_t st = tmashmem_init_attr(&attr);
+    init_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     EXPECT(st == TMASHMEM_SUCCESS);
     if (st != TMASHMEM_SUCCESS) break;
     int n = tmashmem_n_pes(), me = tmashmem_my_pe();
@@ -229,8 +234,12 @@ int rank_cycles() {
   EXPECT(files == 0);
   unsetenv("TMPDIR");
   EXPECT(rmdir(dir) == 0);  // empty: every socket directory was removed
-  std::printf("%d cycles done over %s; %d fds, %d threads before and after\n", cycles,
-              tmashmem_bootstrap_choice(), fds, threads);
+  std::sort(init_ms.begin(), init_ms.end());
+  std::printf(
+      "%d cycles done over %s; %d fds, %d threads before and after; init median %.2f ms, "
+      "max %.2f ms\n",
+      cycles, tmashmem_bootstrap_choice(), fds, threads,
+      init_ms.empty() ? 0.0 : init_ms[init_ms.size() / 2], init_ms.empty() ? 0.0 : init_ms.back());
   emu::uninstall();
   return g_failures ? 1 : 0;
 }
