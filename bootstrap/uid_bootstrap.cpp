@@ -189,7 +189,7 @@ class UidBootstrap final : public Bootstrap {
       if (fd < 0) continue;
       std::string ignored;
       Deadline d = deadline_after(200);
-      if (send_all(fd, &h, sizeof h, d, &ignored) == IoResult::kOk)
+      if (send_all(fd, &h, sizeof h, d, &ignored, true) == IoResult::kOk)
         send_all(fd, body.data(), body.size(), d, &ignored);
     }
     return fail(status, "%s", text.c_str());
@@ -310,7 +310,7 @@ class UidBootstrap final : public Bootstrap {
       FrameHeader h = header(kTagWelcome, 0, 0, sizeof w);
       std::string err;
       int fd = links_[static_cast<size_t>(r)];
-      if (send_all(fd, &h, sizeof h, deadline, &err) != IoResult::kOk ||
+      if (send_all(fd, &h, sizeof h, deadline, &err, true) != IoResult::kOk ||
           send_all(fd, &w, sizeof w, deadline, &err) != IoResult::kOk)
         return root_fail(TMASHMEM_ERROR_BOOTSTRAP,
                          "unique-id bootstrap: the root could not admit rank " + std::to_string(r) +
@@ -337,7 +337,7 @@ class UidBootstrap final : public Bootstrap {
                 static_cast<ssize_t>(sizeof p.challenge.nonce);
       FrameHeader h = header(kTagChallenge, 0, 0, sizeof p.challenge);
       Deadline soon = deadline_after(ms_left(deadline) < 1000 ? ms_left(deadline) : 1000);
-      ok = ok && send_all(fd, &h, sizeof h, soon, &err) == IoResult::kOk &&
+      ok = ok && send_all(fd, &h, sizeof h, soon, &err, true) == IoResult::kOk &&
            send_all(fd, &p.challenge, sizeof p.challenge, soon, &err) == IoResult::kOk;
       if (!ok) {
         ::close(fd);
@@ -369,7 +369,7 @@ class UidBootstrap final : public Bootstrap {
     hello.pid = static_cast<int32_t>(getpid());
     hello.mac = mac_of(secret_.secret, c.nonce, "hello", rank_, size_);
     FrameHeader out = header(kTagHello, 0, rank_, sizeof hello);
-    if (send_all(fd, &out, sizeof out, deadline, &why) != IoResult::kOk ||
+    if (send_all(fd, &out, sizeof out, deadline, &why, true) != IoResult::kOk ||
         send_all(fd, &hello, sizeof hello, deadline, &why) != IoResult::kOk)
       return lost_root("hello", why);
     Welcome w;
@@ -451,7 +451,7 @@ class UidBootstrap final : public Bootstrap {
     FrameHeader h = header(kTagGather, seq, rank_, bytes);
     std::string why;
     Deadline deadline = deadline_after(timeout_ms_);
-    IoResult r = send_all(links_[0], &h, sizeof h, deadline, &why);
+    IoResult r = send_all(links_[0], &h, sizeof h, deadline, &why, bytes > 0);
     if (r == IoResult::kOk && bytes) r = send_all(links_[0], mine, bytes, deadline, &why);
     if (r != IoResult::kOk) return lost_root(what, why);
     return rank_receive_fixed(what, kTagResult, seq, &h, result, result_bytes,
@@ -543,7 +543,7 @@ class UidBootstrap final : public Bootstrap {
       if (r == skip) continue;
       std::string why;
       int fd = links_[static_cast<size_t>(r)];
-      IoResult io = send_all(fd, &h, sizeof h, deadline, &why);
+      IoResult io = send_all(fd, &h, sizeof h, deadline, &why, bytes > 0);
       if (io == IoResult::kOk && bytes) io = send_all(fd, result, bytes, deadline, &why);
       if (io == IoResult::kTimeout)
         return root_fail(TMASHMEM_ERROR_TIMEOUT, std::string("unique-id bootstrap ") + what +

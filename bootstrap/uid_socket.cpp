@@ -102,10 +102,11 @@ int connect_until(const SocketAddress& address, Deadline deadline, IoResult* res
   }
 }
 
-IoResult send_all(int fd, const void* data, size_t bytes, Deadline deadline, std::string* why) {
+IoResult send_all(int fd, const void* data, size_t bytes, Deadline deadline, std::string* why,
+                  bool more) {
   const auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     if (n > 0) {
       p += n;
       bytes -= static_cast<size_t>(n);

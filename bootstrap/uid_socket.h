@@ -23,7 +23,10 @@ int listen_on(const SocketAddress& address, int backlog, std::string* why);
 // Returns the non-blocking socket, or -1 with *result and *why.
 int connect_until(const SocketAddress& address, Deadline deadline, IoResult* result,
                   std::string* why);
-IoResult send_all(int fd, const void* data, size_t bytes, Deadline deadline, std::string* why);
+// `more`: more bytes follow at once (MSG_MORE), so a frame's header and payload leave
+// in one segment.
+IoResult send_all(int fd, const void* data, size_t bytes, Deadline deadline, std::string* why,
+                  bool more = false);
 IoResult recv_all(int fd, void* data, size_t bytes, Deadline deadline, std::string* why);
 // Reads what is available into [*have, want) without waiting: kOk once complete,
 // kTimeout while more is to come.
