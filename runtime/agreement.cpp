@@ -11,11 +11,14 @@
 namespace tmashmem {
 namespace {
 
-// What every PE tells the others.
+// What every PE tells the others: its status and (on failure) its message, truncated to
+// fit one fixed-size record, so that every PE all-gathers the same number of bytes.
+constexpr size_t kVerdictBytes = 512;
 struct Verdict {
   int32_t status;
-  char message[508];
+  char message[kVerdictBytes - sizeof(int32_t)];
 };
+static_assert(sizeof(Verdict) == kVerdictBytes, "one record per PE, no padding");
 
 }  // namespace
 

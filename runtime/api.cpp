@@ -6,8 +6,32 @@
 #include "runtime/error.h"
 #include "runtime/runtime.h"
 
+namespace tmashmem {
+
+void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx) {
+  std::memset(ctx, 0, sizeof *ctx);
+  ctx->version = TMASHMEM_CTX_VERSION;
+  ctx->my_pe = rt.bootstrap->rank();
+  ctx->n_pes = rt.bootstrap->size();
+  ctx->first_local_pe = rt.first_local_pe;
+  ctx->n_local_pes = rt.n_local_pes;
+  uint64_t mask = 0;
+  for (int s = 0; s < rt.n_local_pes; ++s)
+    if (rt.reachable[static_cast<size_t>(s)]) mask |= uint64_t(1) << s;
+  ctx->reachable_lo = static_cast<uint32_t>(mask);
+  ctx->reachable_hi = static_cast<uint32_t>(mask >> 32);
+  ctx->heap_base = rt.heap.my_base();
+  ctx->peer_stride = rt.heap.stride();
+  ctx->heap_size = rt.heap.backed_bytes();
+  ctx->signal_pad = reinterpret_cast<uint64_t>(rt.signal_pad);
+  if (rt.one_gpu) ctx->flags |= TMASHMEM_CTX_FLAG_ONE_GPU;
+}
+
+}  // namespace tmashmem
+
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 int tmashmem_initialized(void) { return runtime().initialized ? 1 : 0; }
@@ -58,7 +82,8 @@ tmashmem_status_t tmashmem_barrier_all(void) {
 void* tmashmem_signal_pad(void) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.signal_pad : nullptr;
+  if (check_initialized("tmashmem_signal_pad") != TMASHMEM_SUCCESS) return nullptr;
+  return rt.signal_pad;
 }
 
 tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
@@ -68,22 +93,7 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
   if (!ctx)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "tmashmem_device_ctx(NULL): pass a tmashmem_ctx_t to fill");
-  std::memset(ctx, 0, sizeof *ctx);
-  ctx->version = TMASHMEM_CTX_VERSION;
-  ctx->my_pe = rt.bootstrap->rank();
-  ctx->n_pes = rt.bootstrap->size();
-  ctx->first_local_pe = rt.first_local_pe;
-  ctx->n_local_pes = rt.n_local_pes;
-  uint64_t mask = 0;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (rt.reachable[static_cast<size_t>(s)]) mask |= uint64_t(1) << s;
-  ctx->reachable_lo = static_cast<uint32_t>(mask);
-  ctx->reachable_hi = static_cast<uint32_t>(mask >> 32);
-  ctx->heap_base = rt.heap.my_base();
-  ctx->peer_stride = rt.heap.stride();
-  ctx->heap_size = rt.heap.backed_bytes();
-  ctx->signal_pad = reinterpret_cast<uint64_t>(rt.signal_pad);
-  if (rt.one_gpu) ctx->flags |= TMASHMEM_CTX_FLAG_ONE_GPU;
+  fill_device_ctx(rt, ctx);
   return TMASHMEM_SUCCESS;
 }
 
@@ -124,3 +134,4 @@ const char* tmashmem_error_string(tmashmem_status_t status) {
 const char* tmashmem_last_error(void) { return last_error().c_str(); }
 
 }  // extern "C"
+#pragma GCC visibility pop

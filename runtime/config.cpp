@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "runtime/error.h"
 
@@ -47,7 +49,7 @@ bool parse_size(const std::string& text, size_t* bytes) {
 
 bool Size::parse(const char* text, size_t* out) {
   size_t bytes = 0;
-  if (!parse_size(text, &bytes) || bytes == 0) return false;
+  if (!parse_size(text, &bytes) || !valid(bytes)) return false;
   *out = bytes;
   return true;
 }
@@ -97,6 +99,63 @@ tmashmem_status_t from_environment(const char* name, typename Type::type* out) {
   return TMASHMEM_SUCCESS;
 }
 
+// The row of each setting by its Config field: setting::heap_max::type is Size, ...
+namespace setting {
+#define TMASHMEM_SETTING_ROW(field_name, env_name, Type, default_text, help) \
+  struct field_name {                                                        \
+    using type = Type;                                                       \
+    static constexpr const char* name = env_name;                            \
+  };
+TMASHMEM_SETTINGS(TMASHMEM_SETTING_ROW)
+#undef TMASHMEM_SETTING_ROW
+}  // namespace setting
+
+// The tmashmem_init_attr_t fields that override a setting, each named like its Config
+// field. Zero (or AUTO, which is 0) leaves the environment's value; anything else must be
+// valid by the setting's own rule (Type::valid), exactly as the environment's text must.
+#define TMASHMEM_ATTR_SETTINGS(X) \
+  X(bootstrap) X(heap_max) X(chunk_size) X(handle_type) X(bootstrap_timeout_ms) X(debug)
+
+// `value` as the caller stored it, for messages (enum fields hold whatever int C stored).
+template <typename Field>
+long long stored_value(const Field& value) {
+  if constexpr (std::is_enum_v<Field>) {
+    int32_t raw = 0;
+    static_assert(sizeof raw == sizeof value, "C enums are int-sized");
+    std::memcpy(&raw, &value, sizeof raw);
+    return raw;
+  } else {
+    return static_cast<long long>(value);
+  }
+}
+
+template <typename Row, typename Field>
+tmashmem_status_t from_attr(const char* field, const Field& value, typename Row::type::type* out) {
+  const long long stored = stored_value(value);
+  if (stored == 0) return TMASHMEM_SUCCESS;
+  bool ok = false;
+  if constexpr (std::is_enum_v<Field>) {
+    // Compared as ints: an enum object holding a value outside its enumerators is not
+    // something to read as the enum.
+    for (const auto& choice : Row::type::choices)
+      ok = ok || stored == static_cast<long long>(choice.value);
+  } else {
+    ok = value <= std::numeric_limits<typename Row::type::type>::max() &&
+         Row::type::valid(static_cast<typename Row::type::type>(value));
+  }
+  if (!ok)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "tmashmem_init_attr_t.%s = %s is not valid: like %s it must be %s (0 keeps "
+                     "the environment's value or the default)",
+                     field,
+                     std::is_unsigned_v<Field>
+                         ? std::to_string(static_cast<uint64_t>(value)).c_str()
+                         : std::to_string(stored).c_str(),
+                     Row::name, Row::type::expected().c_str());
+  *out = static_cast<typename Row::type::type>(value);
+  return TMASHMEM_SUCCESS;
+}
+
 }  // namespace
 
 Config::Config() {
@@ -136,23 +195,17 @@ tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
                        "tmashmem_init_attr_t.version is %u, this library expects %u: fill the "
                        "struct with tmashmem_init_attr_set_defaults() first",
                        attr->version, TMASHMEM_INIT_ATTR_VERSION);
-    if (attr->bootstrap != TMASHMEM_BOOTSTRAP_AUTO) c.bootstrap = attr->bootstrap;
+    for (size_t i = 0; i < sizeof attr->reserved / sizeof attr->reserved[0]; ++i)
+      if (attr->reserved[i] != 0)
+        return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                         "tmashmem_init_attr_t.reserved[%zu] = %llu is not 0: fill the struct "
+                         "with tmashmem_init_attr_set_defaults() and set only documented fields",
+                         i, static_cast<unsigned long long>(attr->reserved[i]));
+#define TMASHMEM_FROM_ATTR(field) \
+  TMASHMEM_TRY(from_attr<setting::field>(#field, attr->field, &c.field));
+    TMASHMEM_ATTR_SETTINGS(TMASHMEM_FROM_ATTR)
+#undef TMASHMEM_FROM_ATTR
     if (attr->mpi_comm) c.mpi_comm = attr->mpi_comm;
-    if (attr->heap_max) c.heap_max = attr->heap_max;
-    if (attr->chunk_size) c.chunk_size = attr->chunk_size;
-    if (attr->handle_type != TMASHMEM_HANDLE_AUTO) c.handle_type = attr->handle_type;
-    if (attr->bootstrap_timeout_ms > 0) c.bootstrap_timeout_ms = attr->bootstrap_timeout_ms;
-    if (attr->debug > 0) c.debug = attr->debug;
-    if (attr->bootstrap < TMASHMEM_BOOTSTRAP_AUTO || attr->bootstrap > TMASHMEM_BOOTSTRAP_NCCL)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "tmashmem_init_attr_t.bootstrap = %d is not "
-                       "a tmashmem_bootstrap_kind_t",
-                       static_cast<int>(attr->bootstrap));
-    if (attr->handle_type < TMASHMEM_HANDLE_AUTO || attr->handle_type > TMASHMEM_HANDLE_FABRIC)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "tmashmem_init_attr_t.handle_type = %d is "
-                       "not a tmashmem_handle_type_t",
-                       static_cast<int>(attr->handle_type));
   }
   *out = c;
   return TMASHMEM_SUCCESS;

@@ -21,6 +21,31 @@ using GetProcAddressV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
 // And before (11.3 .. 12.x keep it exported too).
 using GetProcAddressV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 
+// A CUresult as CudaOutcome, named by `api` (libcuda leaves the strings NULL for codes it
+// does not know).
+CudaOutcome outcome_of(const DriverApi& api, CUresult result) {
+  CudaOutcome o;
+  o.code = static_cast<int>(result);
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.cuGetErrorName && api.cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (api.cuGetErrorString && api.cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+  o.name = name ? name : "unknown CUresult";
+  o.text = text ? text : "no description";
+  o.out_of_memory = result == CUDA_ERROR_OUT_OF_MEMORY;
+  return o;
+}
+
+// The one text of a failed CUDA call, driver or runtime API.
+std::string describe_cuda_failure(const char* what, const CudaOutcome& outcome, const char* file,
+                                  int line, const char* fix) {
+  std::string text = format_string("%s failed: %s (%s)", what, outcome.name ? outcome.name : "?",
+                                   outcome.text ? outcome.text : "no description");
+  if (file) text += format_string(" at %s:%d", file, line);
+  if (fix) text += format_string("; %s", fix);
+  return text;
+}
+
 void load_libcuda() {
   // RTLD_NOLOAD first: reuse the copy the CUDA runtime may already have opened.
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
@@ -74,12 +99,9 @@ void load_libcuda() {
     return;
   }
   if (r != CUDA_SUCCESS) {
-    const char* name = "?";
-    if (g_libcuda.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "?";
-    g_load_message = format_string(
-        "cuInit(0) failed: %s (%d); is the NVIDIA driver working "
-        "(nvidia-smi)?",
-        name, static_cast<int>(r));
+    const CudaOutcome failed = outcome_of(g_libcuda, r);
+    g_load_message = describe_cuda_failure("cuInit(0)", failed, nullptr, 0,
+                                           "is the NVIDIA driver working (nvidia-smi)?");
     g_load_status = TMASHMEM_ERROR_NO_DRIVER;
     return;
   }
@@ -109,19 +131,15 @@ tmashmem_status_t load_driver() {
 
 void install_driver(const DriverApi* api) { g_installed = api; }
 
-tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line) {
-  // libcuda leaves the string NULL for codes it does not know.
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (driver().cuGetErrorName && driver().cuGetErrorName(result, &name) != CUDA_SUCCESS)
-    name = nullptr;
-  if (driver().cuGetErrorString && driver().cuGetErrorString(result, &text) != CUDA_SUCCESS)
-    text = nullptr;
-  if (!name) name = "unknown CUresult";
-  if (!text) text = "no description";
-  tmashmem_status_t status =
-      result == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA;
-  return set_error(status, "%s failed: %s (%s) at %s:%d", call, name, text, file, line);
+tmashmem_status_t cuda_error(CUresult result, const char* what, const char* file, int line,
+                             const char* fix) {
+  return cuda_error(outcome_of(driver(), result), what, fix, file, line);
+}
+
+tmashmem_status_t cuda_error(const CudaOutcome& outcome, const char* what, const char* fix,
+                             const char* file, int line) {
+  return set_error(outcome.out_of_memory ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA, "%s",
+                   describe_cuda_failure(what, outcome, file, line, fix).c_str());
 }
 
 }  // namespace tmashmem

@@ -101,8 +101,22 @@ tmashmem_status_t load_driver();
 // Not thread-safe; call before tmashmem_init.
 void install_driver(const DriverApi* api);
 
-// Turns a failed driver call into the thread's error: "<call> failed: <name> (<text>)".
-tmashmem_status_t cuda_error(CUresult result, const char* call, const char* file, int line);
+// The outcome of a CUDA runtime API call (device/on_stream.cu): code 0 is success; name
+// and text describe any other (cudaGetErrorName, cudaGetErrorString).
+struct CudaOutcome {
+  int code = 0;
+  const char* name = "";
+  const char* text = "";
+  bool out_of_memory = false;
+};
+
+// The one formatter of failed CUDA calls, driver or runtime API, as the thread's error:
+// "<what> failed: <name> (<text>)[ at <file>:<line>][; <fix>]". The status is
+// TMASHMEM_ERROR_OUT_OF_MEMORY for an out-of-memory result, else TMASHMEM_ERROR_CUDA.
+tmashmem_status_t cuda_error(CUresult result, const char* what, const char* file, int line,
+                             const char* fix = nullptr);
+tmashmem_status_t cuda_error(const CudaOutcome& outcome, const char* what,
+                             const char* fix = nullptr, const char* file = nullptr, int line = 0);
 
 }  // namespace tmashmem
 

@@ -31,7 +31,6 @@ std::string prefix() {
 }  // namespace
 
 void set_error_rank(int rank) { g_rank.store(rank); }
-int error_rank() { return g_rank.load(); }
 
 std::string format_string(const char* format, ...) {
   va_list args;

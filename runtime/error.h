@@ -10,7 +10,6 @@ namespace tmashmem {
 
 // Rank shown in every message; -1 (shown as "?") until the bootstrap is up.
 void set_error_rank(int rank);
-int error_rank();
 
 // Records "[tmashmem rank R] <message>" as the thread's last error and returns
 // `status`, so that call sites read `return set_error(STATUS, "...", ...)`.

@@ -1,6 +1,6 @@
 // The symmetric heap: one virtual-address window holding every local PE's heap at
-// a uniform stride (DESIGN.md #2), backed by physical chunks created on demand
-// (DESIGN.md #3) and shared between the PEs of a node (DESIGN.md #4).
+// a uniform stride (docs/design.md, decision 2), backed by physical chunks created on demand
+// (docs/design.md, decision 3) and shared between the PEs of a node (docs/design.md, decision 4).
 //
 //   reservation: [ slot 0 | slot 1 | ... | slot n_local-1 ]   each slot = stride bytes
 //   slot s holds local PE (first_local_pe + s)'s heap; bytes [0, backed) of every
@@ -26,7 +26,6 @@ struct HeapSetup {
   Bootstrap* bootstrap = nullptr;
   FdChannel* channel = nullptr;  // needed for POSIX fd handles
   uint64_t job_id = 0;
-  CUdevice device = 0;
   int device_ordinal = 0;
   CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t heap_max = 0;    // per PE, rounded up to the granularity here
@@ -61,12 +60,10 @@ class SymmetricHeap {
   // Unmaps and releases everything. Safe to call twice.
   void destroy();
 
-  bool created() const { return base_ != 0; }
   size_t granularity() const { return granularity_; }
   size_t max_bytes() const { return max_bytes_; }
   size_t backed_bytes() const { return backed_; }
   size_t stride() const { return stride_; }
-  size_t chunk_count() const { return chunks_.size(); }
   CUdeviceptr my_base() const { return slot_base(setup_.my_slot); }
   CUdeviceptr slot_base(int slot) const { return base_ + static_cast<CUdeviceptr>(slot) * stride_; }
 

@@ -239,6 +239,7 @@ void teardown(Runtime& rt) {
   rt.set_current = rt.retained_primary = false;
   rt.context = nullptr;
   rt.device_ordinal = -1;
+  rt.device_mem_ops_64 = -1;
   rt.bootstrap.reset();
   rt.initialized = false;
   set_error_rank(-1);
@@ -268,9 +269,10 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
                    "the PEs of this node are not numbered consecutively (first %d, %d PEs): launch "
                    "with ranks placed by node, e.g. mpirun --map-by slot",
                    bs.first_local_rank(), bs.local_size());
-  else if (bs.local_size() > 64)
+  else if (bs.local_size() > kMaxLocalPes)
     st = set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
-                   "%d PEs on one node; this release supports at most 64", bs.local_size());
+                   "%d PEs on one node; this release supports at most %d", bs.local_size(),
+                   kMaxLocalPes);
   TMASHMEM_TRY(agree(st, "checking the node layout"));
 
   PeInfo mine;
@@ -303,7 +305,6 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   setup.bootstrap = &bs;
   setup.channel = &rt.channel;
   setup.job_id = rt.job_id;
-  setup.device = rt.device;
   setup.device_ordinal = rt.device_ordinal;
   setup.handle_type = rt.handle_type;
   setup.heap_max = rt.config.heap_max;
@@ -318,8 +319,8 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   rt.initialized = true;  // the collective allocation below needs it
 
   // The library's own symmetric region, zeroed on every PE before any PE uses it.
-  st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, 256, true, {},
-                       &rt.signal_pad);
+  st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, kHeapAlignment,
+                       true, {}, &rt.signal_pad);
   if (st != TMASHMEM_SUCCESS) return st;
 
   if (rt.config.debug >= 1) {
@@ -343,24 +344,28 @@ Runtime& runtime() {
   return instance;
 }
 
-tmashmem_status_t require_initialized(const char* call) {
-  Runtime& rt = runtime();
-  if (rt.initialized) {
-    // Calls may come from any host thread: the runtime's context must be current there
-    // for the driver calls that follow (cuMemsetD8, synchronisation, tensor tables).
-    CUcontext current = nullptr;
-    if (driver().cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != rt.context)
-      TMASHMEM_CU(cuCtxSetCurrent(rt.context));
-    return TMASHMEM_SUCCESS;
-  }
+tmashmem_status_t check_initialized(const char* call) {
+  if (runtime().initialized) return TMASHMEM_SUCCESS;
   return set_error(TMASHMEM_ERROR_NOT_INITIALIZED,
                    "%s called before tmashmem_init (or after tmashmem_finalize)", call);
+}
+
+tmashmem_status_t require_initialized(const char* call) {
+  Runtime& rt = runtime();
+  TMASHMEM_TRY(check_initialized(call));
+  // Calls may come from any host thread: the runtime's context must be current there
+  // for the driver calls that follow (cuMemsetD8, synchronisation, tensor tables).
+  CUcontext current = nullptr;
+  if (driver().cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != rt.context)
+    TMASHMEM_CU(cuCtxSetCurrent(rt.context));
+  return TMASHMEM_SUCCESS;
 }
 
 }  // namespace tmashmem
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr) {
@@ -453,3 +458,4 @@ tmashmem_status_t tmashmem_finalize(void) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

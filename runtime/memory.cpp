@@ -9,7 +9,6 @@
 namespace tmashmem {
 namespace {
 
-constexpr size_t kDefaultAlignment = 256;
 constexpr uint64_t kForeignPointer = ~uint64_t(0);
 
 }  // namespace
@@ -40,7 +39,7 @@ tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignmen
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: alignment %zu exceeds the heap's allocation granularity %zu", call,
                      alignment, rt.heap.granularity());
-  if (alignment < kDefaultAlignment) alignment = kDefaultAlignment;
+  if (alignment < kHeapAlignment) alignment = kHeapAlignment;
   size_t offset = 0;
   if (!rt.allocator.allocate(size, alignment, &offset))
     return set_error(TMASHMEM_ERROR_OUT_OF_MEMORY,
@@ -81,6 +80,12 @@ tmashmem_status_t symmetric_free(const char* call, void* ptr) {
   uint64_t key = ptr == nullptr ? kForeignPointer - 1 : (in_heap ? offset : kForeignPointer);
   TMASHMEM_TRY(check_symmetric(call, {{"offset of ptr in the heap", key}}));
   if (ptr == nullptr) return TMASHMEM_SUCCESS;
+  if (rt.signal_pad != nullptr && ptr == rt.signal_pad)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s(%p): that is the library's signal pad (tmashmem_signal_pad()), which "
+                     "lives until tmashmem_finalize; free only what tmashmem_malloc/calloc/align "
+                     "returned",
+                     call, ptr);
   if (!in_heap || rt.allocator.block_size(offset) == 0)
     return set_error(
         TMASHMEM_ERROR_INVALID_VALUE,
@@ -107,11 +112,10 @@ void* locked_alloc(const char* call, size_t size, size_t alignment) {
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
-void* tmashmem_malloc(size_t size) {
-  return locked_alloc("tmashmem_malloc", size, kDefaultAlignment);
-}
+void* tmashmem_malloc(size_t size) { return locked_alloc("tmashmem_malloc", size, kHeapAlignment); }
 
 void* tmashmem_align(size_t alignment, size_t size) {
   return locked_alloc("tmashmem_align", size, alignment);
@@ -124,14 +128,14 @@ void* tmashmem_calloc(size_t count, size_t size) {
     // Still collective: the other PEs may have passed something else.
     if (require_initialized("tmashmem_calloc") == TMASHMEM_SUCCESS &&
         check_symmetric("tmashmem_calloc",
-                        {{"size", size}, {"alignment", kDefaultAlignment}, {"count", count}}) ==
+                        {{"size", size}, {"alignment", kHeapAlignment}, {"count", count}}) ==
             TMASHMEM_SUCCESS)
       set_error(TMASHMEM_ERROR_INVALID_VALUE,
                 "tmashmem_calloc(%zu, %zu): count * size overflows size_t", count, size);
     return nullptr;
   }
   void* out = nullptr;
-  symmetric_alloc("tmashmem_calloc", bytes, kDefaultAlignment, true, {{"count", count}}, &out);
+  symmetric_alloc("tmashmem_calloc", bytes, kHeapAlignment, true, {{"count", count}}, &out);
   return out;
 }
 
@@ -143,12 +147,10 @@ tmashmem_status_t tmashmem_free(void* ptr) {
 void* tmashmem_ptr(const void* ptr, int pe) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
-  if (!rt.initialized) {
-    set_error(TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_ptr called before tmashmem_init");
-    return nullptr;
-  }
+  if (check_initialized("tmashmem_ptr") != TMASHMEM_SUCCESS) return nullptr;
   if (pe < 0 || pe >= rt.bootstrap->size()) return nullptr;
   return rt.heap.translate(ptr, pe);
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

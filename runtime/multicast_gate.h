@@ -1,4 +1,4 @@
-// The multicast gate (DESIGN.md #7): hardware multicast may be used only when the
+// The multicast gate (docs/design.md, decision 7): hardware multicast may be used only when the
 // device supports it, the user has not turned it off, and no platform kill switch
 // is set. This release never creates multicast objects; the gate is what
 // tmashmem-info reports and what a later release will consult before

@@ -24,6 +24,12 @@
 
 namespace tmashmem {
 
+// PEs of one node: reachability travels as one 64-bit mask (tmashmem_ctx_t.reachable_lo/hi,
+// the tensor map table), one bit per local PE.
+constexpr int kMaxLocalPes = 64;
+// The alignment of every symmetric block unless a larger one is asked (tmashmem.h).
+constexpr size_t kHeapAlignment = 256;
+
 struct Runtime {
   std::mutex mutex;
   bool initialized = false;
@@ -49,12 +55,22 @@ struct Runtime {
   int my_slot = 0;
   std::vector<bool> reachable;  // by local slot
   bool one_gpu = false;         // every PE of the job uses this PE's GPU
+  // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS of `device`, asked by the first
+  // on-stream signal call (-1: not asked yet).
+  int device_mem_ops_64 = -1;
 };
 
 Runtime& runtime();
 
-// TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised.
+// TMASHMEM_ERROR_NOT_INITIALIZED with a message naming `call` unless initialised: the
+// one such message of every call.
+tmashmem_status_t check_initialized(const char* call);
+// check_initialized, then makes the runtime's context current on this thread (calls may
+// come from any host thread; the driver calls that follow act in the current context).
 tmashmem_status_t require_initialized(const char* call);
+
+// The POD kernels take by value (tmashmem_device_ctx), from the initialised runtime.
+void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx);
 
 // COLLECTIVE. All-gathers `call` and all of its named arguments; a different call, a
 // different number of arguments or any differing argument is TMASHMEM_ERROR_SYMMETRY on

@@ -1,11 +1,14 @@
 // The types a setting of runtime/settings.h may have. Each has
 //   using type = ...;                                  the Config field's type
-//   static bool parse(const char* text, type* out);    false: not a valid value
+//   static bool valid(const type& value);              the one rule for both the environment
+//                                                      and tmashmem_init_attr_t
+//   static bool parse(const char* text, type* out);    text to a valid value, else false
 //   static std::string expected();                     "<text> is not " + expected()
-// A new choice is a struct with a `choices` table and the two one-line functions below.
+// A new choice is a struct with a `choices` table and the three one-line functions below.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "tmashmem/tmashmem.h"
@@ -19,6 +22,7 @@ std::string format_size(size_t bytes);
 // A positive byte count with an optional binary unit.
 struct Size {
   using type = size_t;
+  static bool valid(const type& value) { return value > 0; }
   static bool parse(const char* text, type* out);
   static std::string expected();
 };
@@ -27,6 +31,7 @@ struct Size {
 template <int Min>
 struct IntAtLeast {
   using type = int;
+  static bool valid(const type& value) { return value >= Min; }
   static bool parse(const char* text, type* out);
   static std::string expected();
 };
@@ -36,6 +41,7 @@ using IntAtLeast1 = IntAtLeast<1>;
 // Any text, taken as written.
 struct Text {
   using type = std::string;
+  static bool valid(const type&) { return true; }
   static bool parse(const char* text, type* out) {
     *out = text;
     return true;
@@ -51,6 +57,8 @@ struct Choice {
 
 template <typename Value, size_t N, typename Out>
 bool parse_choice(const Choice<Value> (&choices)[N], const char* text, Out* out);
+template <typename Value, size_t N, typename Stored>
+bool is_choice(const Choice<Value> (&choices)[N], const Stored& value);
 template <typename Value, size_t N>
 std::string one_of(const Choice<Value> (&choices)[N]);
 
@@ -59,6 +67,7 @@ struct Switch {
   using type = bool;
   static constexpr Choice<bool> choices[] = {
       {"on", true}, {"off", false}, {"1", true}, {"0", false}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -68,6 +77,7 @@ struct HandleTypeChoice {
   static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_HANDLE_AUTO},
                                              {"posix_fd", TMASHMEM_HANDLE_POSIX_FD},
                                              {"fabric", TMASHMEM_HANDLE_FABRIC}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -79,6 +89,7 @@ struct BootstrapChoice {
                                              {"single", TMASHMEM_BOOTSTRAP_SINGLE},
                                              {"uid", TMASHMEM_BOOTSTRAP_UID},
                                              {"nccl", TMASHMEM_BOOTSTRAP_NCCL}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -88,6 +99,7 @@ struct UidFamilyChoice {
   using type = std::string;
   static constexpr Choice<const char*> choices[] = {
       {"auto", "auto"}, {"AF_INET", "AF_INET"}, {"AF_INET6", "AF_INET6"}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -97,6 +109,7 @@ struct FdSocketChoice {
   using type = std::string;
   static constexpr Choice<const char*> choices[] = {
       {"auto", "auto"}, {"abstract", "abstract"}, {"filesystem", "filesystem"}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -105,6 +118,7 @@ struct FdSocketChoice {
 struct MulticastChoice {
   using type = std::string;
   static constexpr Choice<const char*> choices[] = {{"auto", "auto"}, {"on", "on"}, {"off", "off"}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }
 };
@@ -117,7 +131,8 @@ bool parse_int(const char* text, long min_value, long max_value, long* out);
 template <int Min>
 bool IntAtLeast<Min>::parse(const char* text, type* out) {
   long value = 0;
-  if (!parse_int(text, Min, 0x7fffffff, &value)) return false;
+  if (!parse_int(text, INT32_MIN, INT32_MAX, &value) || !valid(static_cast<int>(value)))
+    return false;
   *out = static_cast<int>(value);
   return true;
 }
@@ -134,6 +149,13 @@ bool parse_choice(const Choice<Value> (&choices)[N], const char* text, Out* out)
       *out = c.value;
       return true;
     }
+  return false;
+}
+
+template <typename Value, size_t N, typename Stored>
+bool is_choice(const Choice<Value> (&choices)[N], const Stored& value) {
+  for (const Choice<Value>& c : choices)
+    if (value == Stored(c.value)) return true;
   return false;
 }
 

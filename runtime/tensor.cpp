@@ -1,5 +1,5 @@
 // Symmetric tensors: descriptor checks, the backing store, one CUtensorMap per reachable
-// local PE in a device table, and the POD handle kernels take (DESIGN.md, decision 6).
+// local PE in a device table, and the POD handle kernels take (docs/design.md, decision 6).
 //
 // Collective calls agree on every step: a descriptor that fails validation, differs between
 // PEs, or cannot be encoded on one PE is an error on every PE, never a hang.
@@ -188,8 +188,8 @@ tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
     t->data = view;
     t->offset = offset;
   } else {
-    TMASHMEM_TRY(
-        symmetric_alloc(call, static_cast<size_t>(layout.extent_bytes), 256, false, {}, &t->data));
+    TMASHMEM_TRY(symmetric_alloc(call, static_cast<size_t>(layout.extent_bytes), kHeapAlignment,
+                                 false, {}, &t->data));
     t->owns_memory = true;
     rt.heap.offset_of(t->data, &offset);
     t->offset = offset;
@@ -213,6 +213,7 @@ tmashmem_status_t make_tensor(const char* call, bool is_view, void* view,
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
 tmashmem_status_t tmashmem_tensor_desc_init(tmashmem_tensor_desc_t* desc, tmashmem_dtype_t dtype,
@@ -371,3 +372,4 @@ tmashmem_status_t tmashmem_tensor_device(tmashmem_tensor_t tensor, tmashmem_tile
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

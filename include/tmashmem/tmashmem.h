@@ -80,8 +80,11 @@ typedef enum tmashmem_handle_type {
 #define TMASHMEM_INIT_ATTR_VERSION 2u
 
 /* Overrides for tmashmem_init_attr. Zero (or AUTO) in a field means "take the
- * TMASHMEM_* environment variable, else the default". Fill with
- * tmashmem_init_attr_set_defaults() first. */
+ * TMASHMEM_* environment variable, else the default". Any other value must pass the
+ * same check as the variable's text (e.g. bootstrap_timeout_ms >= 1 like
+ * TMASHMEM_BOOTSTRAP_TIMEOUT_MS, debug >= 0, the enums one of their constants), else
+ * init fails with TMASHMEM_ERROR_INVALID_VALUE naming the field; so do a wrong version
+ * and non-zero `reserved` words. Fill with tmashmem_init_attr_set_defaults() first. */
 typedef struct tmashmem_init_attributes {
   uint32_t version;                    /* TMASHMEM_INIT_ATTR_VERSION */
   tmashmem_bootstrap_kind_t bootstrap;
@@ -91,6 +94,7 @@ typedef struct tmashmem_init_attributes {
   tmashmem_handle_type_t handle_type;
   int32_t bootstrap_timeout_ms;        /* bound on every blocking bootstrap call */
   int32_t debug;                       /* 0 quiet, 1 info, 2 trace */
+<<<<<<< HEAD
   /* Unique-id bootstrap: the id from tmashmem_get_uniqueid (NULL = TMASHMEM_BOOTSTRAP_UID),
    * this process's rank in [0, uid_size) and the number of PEs (uid_size 0 = take both
    * from TMASHMEM_BOOTSTRAP_UID_RANK / _SIZE). */
@@ -101,6 +105,9 @@ typedef struct tmashmem_init_attributes {
    * the caller's: tmashmem never destroys or aborts it. */
   void* nccl_comm;
   uint64_t reserved[4];
+=======
+  uint64_t reserved[4];                /* must be 0 */
+>>>>>>> rt
 } tmashmem_init_attr_t;
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
@@ -129,7 +136,8 @@ int tmashmem_device(void);       /* CUDA device ordinal in use, -1 before init *
 void* tmashmem_malloc(size_t size);
 void* tmashmem_calloc(size_t count, size_t size);
 void* tmashmem_align(size_t alignment, size_t size);
-/* COLLECTIVE. NULL is a no-op; a pointer not returned by malloc is an error. */
+/* COLLECTIVE. NULL is a no-op; a pointer not returned by malloc (the signal pad
+ * included) is an error. */
 tmashmem_status_t tmashmem_free(void* ptr);
 
 /* Address of `ptr`'s symmetric counterpart on `pe`, usable by loads and stores of
@@ -141,7 +149,8 @@ void* tmashmem_ptr(const void* ptr, int pe);
 tmashmem_status_t tmashmem_barrier_all(void);
 
 /* This PE's signal pad (TMASHMEM_SIGNAL_PAD_BYTES, symmetric), reserved for the
- * library's device barriers and on-stream signals. */
+ * library's device barriers and on-stream signals; NULL before init. It lives until
+ * tmashmem_finalize: tmashmem_free of it is TMASHMEM_ERROR_INVALID_VALUE. */
 void* tmashmem_signal_pad(void);
 
 /* Fill the POD that kernels take by value (see tmashmem/ctx.h). Refresh it after
@@ -209,7 +218,10 @@ tmashmem_status_t tmashmem_barrier_all_on_stream(tmashmem_stream_t stream);
 
 /* Copies `bytes` from local `src` (device or pinned host memory) to PE `pe`'s copy
  * of symmetric `dest`, with the copy engine through the peer mapping. Completes in
- * stream order: the stream's next operation sees it finished. */
+ * stream order: the stream's next operation sees it finished. [dest, dest + bytes)
+ * must lie inside this PE's heap as backed so far (checked by offsets: a size that
+ * would wrap the address space, SIZE_MAX included, is TMASHMEM_ERROR_INVALID_VALUE);
+ * the same holds for getmem's `src`. */
 tmashmem_status_t tmashmem_putmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
                                             tmashmem_stream_t stream);
 

@@ -1,6 +1,7 @@
 // Settings: size parsing, every variable's validation message, attr overrides, the
 // README's settings table against runtime/settings.h, and the multicast gate's kill switches.
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -140,6 +141,70 @@ TEST_CASE("config: every setting has a default and a help line") {
     CHECK(std::string(s.name).rfind("TMASHMEM_", 0) == 0);
     CHECK(std::string(s.default_value).size() > 0);
     CHECK(std::string(s.help).size() > 20);
+  }
+}
+
+TEST_CASE("config: an attr field is validated like its environment variable") {
+  Config c;
+  auto rejected = [&c](const tmashmem_init_attr_t& attr, const char* field, const char* value) {
+    const tmashmem_status_t st = load_config(&attr, &c);
+    const std::string m = tmashmem_last_error();
+    INFO(m);
+    CHECK(st == TMASHMEM_ERROR_INVALID_VALUE);
+    CHECK(m.find(std::string("tmashmem_init_attr_t.") + field + " = " + value) !=
+          std::string::npos);
+    return st == TMASHMEM_ERROR_INVALID_VALUE;
+  };
+  tmashmem_init_attr_t attr;
+  // The environment rejects these values of the same settings.
+  {
+    EnvGuard g("TMASHMEM_BOOTSTRAP_TIMEOUT_MS", "-5");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+  }
+  {
+    EnvGuard g("TMASHMEM_DEBUG", "-1");
+    CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+  }
+  tmashmem_init_attr_set_defaults(&attr);
+  attr.bootstrap_timeout_ms = -5;
+  CHECK(rejected(attr, "bootstrap_timeout_ms", "-5"));
+  CHECK(std::string(tmashmem_last_error()).find("TMASHMEM_BOOTSTRAP_TIMEOUT_MS") !=
+        std::string::npos);
+  tmashmem_init_attr_set_defaults(&attr);
+  attr.debug = -1;
+  CHECK(rejected(attr, "debug", "-1"));
+  tmashmem_init_attr_set_defaults(&attr);
+  // What a C caller may store in the enum fields.
+  const int32_t seven = 7, minus_two = -2;
+  static_assert(sizeof attr.bootstrap == sizeof seven, "C enums are int-sized");
+  std::memcpy(&attr.bootstrap, &seven, sizeof seven);
+  CHECK(rejected(attr, "bootstrap", "7"));
+  tmashmem_init_attr_set_defaults(&attr);
+  std::memcpy(&attr.handle_type, &minus_two, sizeof minus_two);
+  CHECK(rejected(attr, "handle_type", "-2"));
+  for (int i = 0; i < 4; ++i) {
+    tmashmem_init_attr_set_defaults(&attr);
+    attr.reserved[i] = uint64_t(1) << (i * 9);
+    CHECK(rejected(attr, ("reserved[" + std::to_string(i) + "]").c_str(),
+                   std::to_string(attr.reserved[i]).c_str()));
+  }
+  // Zero (AUTO) takes the environment; valid values override it.
+  tmashmem_init_attr_set_defaults(&attr);
+  {
+    EnvGuard g("TMASHMEM_BOOTSTRAP_TIMEOUT_MS", "777");
+    REQUIRE(load_config(&attr, &c) == TMASHMEM_SUCCESS);
+    CHECK(c.bootstrap_timeout_ms == 777);
+    attr.bootstrap_timeout_ms = 1;
+    attr.debug = 2;
+    attr.handle_type = TMASHMEM_HANDLE_FABRIC;
+    attr.bootstrap = TMASHMEM_BOOTSTRAP_SINGLE;
+    attr.chunk_size = 4096;
+    REQUIRE(load_config(&attr, &c) == TMASHMEM_SUCCESS);
+    CHECK(c.bootstrap_timeout_ms == 1);
+    CHECK(c.debug == 2);
+    CHECK(c.handle_type == TMASHMEM_HANDLE_FABRIC);
+    CHECK(c.bootstrap == TMASHMEM_BOOTSTRAP_SINGLE);
+    CHECK(c.chunk_size == 4096);
   }
 }
 

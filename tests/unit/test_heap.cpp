@@ -210,6 +210,25 @@ TEST_CASE("heap: freeing a foreign, interior or freed pointer is an error, not a
   CHECK(tmashmem_free(nullptr) == TMASHMEM_SUCCESS);
 }
 
+TEST_CASE("heap: the signal pad cannot be freed, so no allocation is handed it") {
+  EmulatedRuntime rt;
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  void* pad = tmashmem_signal_pad();
+  REQUIRE(pad != nullptr);
+  CHECK(tmashmem_free(pad) == TMASHMEM_ERROR_INVALID_VALUE);
+  const std::string m = tmashmem_last_error();
+  INFO(m);
+  CHECK(contains(m, "signal pad"));
+  CHECK(contains(m, "tmashmem_free"));
+  // The pad is still allocated: a block of its size lands elsewhere, and both stay intact.
+  auto* p = static_cast<uint8_t*>(tmashmem_calloc(1, TMASHMEM_SIGNAL_PAD_BYTES));
+  REQUIRE(all_ranks(p != nullptr));
+  auto* pad_bytes = static_cast<uint8_t*>(pad);
+  CHECK((p + TMASHMEM_SIGNAL_PAD_BYTES <= pad_bytes || p >= pad_bytes + TMASHMEM_SIGNAL_PAD_BYTES));
+  CHECK(tmashmem_signal_pad() == pad);
+  CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
+}
+
 TEST_CASE("heap: asymmetric arguments are an error on every PE, naming PEs and values") {
   if (mpi_size() < 2) {
     mark_skipped("needs 2 PEs to disagree");

@@ -1,5 +1,5 @@
 // A CPU emulation of the CUDA driver table (runtime/driver.h), so the whole host runtime
-// runs in CI on machines without a GPU (DESIGN.md, decision 8).
+// runs in CI on machines without a GPU (docs/design.md, decision 8).
 //
 // What is real and what is pretend:
 //  - "Device memory" from cuMemCreate is a memfd; cuMemMap mmaps it MAP_SHARED into a

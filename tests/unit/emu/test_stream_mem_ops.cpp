@@ -3,7 +3,8 @@
 // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS; a write is one 64-bit store where
 // write access was granted; a wait evaluates CUDA's conditions (GEQ is cyclic), keeps
 // polling while another thread writes, and gives up after its bound. The on-stream calls
-// that use them need the CUDA runtime: tests/gpu/test_on_stream.cu covers those.
+// that use them: tests/unit/test_on_stream_host.cpp (host half) and
+// tests/gpu/test_on_stream.cu (on a GPU).
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>

@@ -1,0 +1,368 @@
+// On-stream operations (tmashmem.h, "On-stream operations"), host half: argument checks,
+// address translation and the CUDA stream memory operations, against the runtime's state
+// under one acquisition of its lock per call. The kernels and the copy-engine transfers
+// are the device library's (runtime/stream_kernels.h, device/on_stream.cu).
+//
+// Each call reads what it needs under the lock, then releases it before it enqueues: a
+// stream wait may block in the driver (and on the emulated driver, blocks the calling
+// thread), and other threads' tmashmem calls must not wait for it. Nothing here
+// synchronises the host or allocates, so every call can be captured into a CUDA graph;
+// stream memory operations carry their address and value in the captured node.
+//
+// Stream memory operations go through the runtime's driver table (runtime/driver.h) in the
+// runtime's context, made current for the duration of the signal calls (ContextScope).
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+#include "runtime/stream_kernels.h"
+#include "tmashmem/tmashmem.h"
+
+namespace tmashmem {
+namespace {
+
+const StreamKernels* g_kernels = nullptr;
+
+constexpr const char* kMemOpsFix =
+    "pass a stream of the device tmashmem_init chose (tmashmem_device()), or set "
+    "TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels instead";
+
+// Whether `rt.device` runs cuStreamWriteValue64 / cuStreamWaitValue64
+// (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS). Asked on first use after init and
+// remembered until finalize; the caller holds rt.mutex, which guards the answer.
+tmashmem_status_t device_has_mem_ops(Runtime& rt, const char* call, bool* out) {
+  if (rt.device_mem_ops_64 < 0) {
+    int answer = 0;
+    const CUresult r = driver().cuDeviceGetAttribute(
+        &answer, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, rt.device);
+    if (r != CUDA_SUCCESS) {
+      const std::string what = format_string(
+          "%s: cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device %d)",
+          call, rt.device_ordinal);
+      return cuda_error(r, what.c_str(), __FILE__, __LINE__,
+                        "set TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels without "
+                        "asking");
+    }
+    rt.device_mem_ops_64 = answer != 0 ? 1 : 0;
+  }
+  *out = rt.device_mem_ops_64 == 1;
+  return TMASHMEM_SUCCESS;
+}
+
+// Made by the signal calls, under the lock, after the initialisation check: makes the
+// runtime's context current on this thread (driver calls act in the current context; the
+// legacy default stream 0 is that context's) and, at scope exit, the thread's previous
+// context again, so that a call leaves the caller's current context as it found it.
+class ContextScope {
+ public:
+  ContextScope() = default;
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+  ~ContextScope() {
+    if (restore_) driver().cuCtxSetCurrent(previous_);
+  }
+
+  tmashmem_status_t enter(const Runtime& rt, const char* call) {
+    TMASHMEM_TRY(check_initialized(call));  // before the driver table is known to be loaded
+    CUcontext previous = nullptr;
+    const bool known_previous = driver().cuCtxGetCurrent(&previous) == CUDA_SUCCESS;
+    TMASHMEM_TRY(require_initialized(call));
+    restore_ = known_previous && previous != rt.context;
+    previous_ = previous;
+    return TMASHMEM_SUCCESS;
+  }
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
+};
+
+tmashmem_status_t check_pe(const Runtime& rt, const char* call, int pe) {
+  const int n = rt.bootstrap->size();
+  if (pe < 0 || pe >= n)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: pe %d is out of range; pass a PE in [0, %d) (tmashmem_n_pes())", call, pe,
+                     n);
+  return TMASHMEM_SUCCESS;
+}
+
+// The address of symmetric range [address, address + bytes) on `pe`, checked: inside the
+// backed part of this PE's heap (by offsets, so no size wraps the address space), and `pe`
+// load/store reachable. Every PE's heap is backed equally far (growth is collective), so
+// the range is then backed on `pe` too.
+tmashmem_status_t translate(const Runtime& rt, const char* call, const char* name,
+                            const void* address, size_t bytes, int pe, void** out) {
+  *out = nullptr;
+  if (address == nullptr)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s is NULL; pass a symmetric address (from tmashmem_malloc)", call, name);
+  size_t offset = 0;
+  const size_t backed = rt.heap.backed_bytes();
+  if (!rt.heap.offset_of(address, &offset) || offset >= backed || bytes > backed - offset)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap (%zu bytes "
+                     "from %p); pass an address range from tmashmem_malloc",
+                     call, name, address, bytes, backed,
+                     reinterpret_cast<void*>(rt.heap.my_base()));
+  void* remote = pe >= 0 && pe < rt.bootstrap->size() ? rt.heap.translate(address, pe) : nullptr;
+  if (remote == nullptr)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: PE %d is not load/store reachable from PE %d (no peer mapping), so %s "
+                     "cannot be reached there; use a PE on this node with peer access",
+                     call, pe, rt.bootstrap->rank(), name);
+  *out = remote;
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t check_signal(const char* call, const uint64_t* sig) {
+  if (sig == nullptr)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: sig is NULL; pass a uint64_t from tmashmem_malloc/tmashmem_calloc", call);
+  if ((reinterpret_cast<uintptr_t>(sig) & (sizeof(uint64_t) - 1)) != 0)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: sig %p is not 8-byte aligned; signals are naturally aligned uint64_t",
+                     call, static_cast<const void*>(sig));
+  return TMASHMEM_SUCCESS;
+}
+
+// Every PE of the job load/store reachable from this one (one node, peer access
+// everywhere): what the device barrier needs (all_reachable of tmashmem/device/ctx.cuh).
+bool every_pe_reachable(const Runtime& rt) {
+  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
+  for (int s = 0; s < rt.n_local_pes; ++s)
+    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
+  return true;
+}
+
+// Runs `enqueue` (one entry of the device library's table) with the runtime's device
+// current for the CUDA runtime; `what` names the step in an error.
+template <typename Enqueue>
+tmashmem_status_t on_device(const char* call, int ordinal, const std::string& what,
+                            Enqueue enqueue) {
+  const StreamKernels* k = g_kernels;
+  if (k == nullptr)
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: %s: %s", call, what.c_str(),
+                     kNoKernelsMessage);
+  int previous = -1;
+  const CudaOutcome entered = k->enter_device(ordinal, &previous);
+  if (entered.code != 0)
+    return cuda_error(entered, format_string("%s: making CUDA device %d current (cudaGetDevice, "
+                                             "cudaSetDevice)",
+                                             call, ordinal)
+                                   .c_str());
+  const CudaOutcome done = enqueue(*k);
+  k->leave_device(previous);
+  if (done.code != 0) return cuda_error(done, format_string("%s: %s", call, what.c_str()).c_str());
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t barrier_all_on_stream(CUstream stream) {
+  const char* call = "tmashmem_barrier_all_on_stream";
+  Runtime& rt = runtime();
+  tmashmem_ctx_t ctx;
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(require_initialized(call));
+    fill_device_ctx(rt, &ctx);
+    if (!every_pe_reachable(rt))
+      return set_error(
+          TMASHMEM_ERROR_NOT_SUPPORTED,
+          "%s: the device barrier needs every PE load/store reachable from every other "
+          "(%d PEs, %d on this node); use tmashmem_barrier_all on the host instead",
+          call, ctx.n_pes, ctx.n_local_pes);
+    ordinal = rt.device_ordinal;
+  }
+  return on_device(call, ordinal, "launching the barrier kernel",
+                   [&](const StreamKernels& k) { return k.barrier_all(ctx, stream); });
+}
+
+// putmem (to_peer) and getmem: `symmetric` is checked and translated to `pe`.
+tmashmem_status_t copy_on_stream(const char* call, bool to_peer, void* dest, const void* src,
+                                 size_t bytes, int pe, CUstream stream) {
+  Runtime& rt = runtime();
+  void* remote = nullptr;
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(check_initialized(call));
+    TMASHMEM_TRY(check_pe(rt, call, pe));
+    if (bytes == 0) return TMASHMEM_SUCCESS;
+    if (to_peer && src == nullptr)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: src is NULL with bytes = %zu; pass the local data to copy", call,
+                       bytes);
+    if (!to_peer && dest == nullptr)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: dest is NULL with bytes = %zu; pass local memory to copy into", call,
+                       bytes);
+    TMASHMEM_TRY(
+        translate(rt, call, to_peer ? "dest" : "src", to_peer ? dest : src, bytes, pe, &remote));
+    ordinal = rt.device_ordinal;
+  }
+  void* to = to_peer ? remote : dest;
+  const void* from = to_peer ? src : remote;
+  return on_device(call, ordinal,
+                   format_string("cudaMemcpyAsync(%p <- %p, %zu bytes)", to, from, bytes),
+                   [&](const StreamKernels& k) { return k.copy(to, from, bytes, stream); });
+}
+
+tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
+                                      CUstream stream) {
+  const char* call = "tmashmem_signal_op_on_stream";
+  Runtime& rt = runtime();
+  ContextScope context;
+  void* remote = nullptr;
+  bool mem_ops = false;
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(context.enter(rt, call));
+    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
+    TMASHMEM_TRY(check_pe(rt, call, pe));
+    TMASHMEM_TRY(check_signal(call, sig));
+    if (op != TMASHMEM_SIGNAL_SET && op != TMASHMEM_SIGNAL_ADD)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: op %d is not a signal operation; pass TMASHMEM_SIGNAL_SET (%d) or "
+                       "TMASHMEM_SIGNAL_ADD (%d)",
+                       call, op, TMASHMEM_SIGNAL_SET, TMASHMEM_SIGNAL_ADD);
+    TMASHMEM_TRY(translate(rt, call, "sig", sig, sizeof(uint64_t), pe, &remote));
+    ordinal = rt.device_ordinal;
+  }
+  if (op == TMASHMEM_SIGNAL_SET && mem_ops) {
+    // Release: the write runs once the stream's earlier work is complete, and with
+    // CU_STREAM_WRITE_VALUE_DEFAULT it is preceded by a system-wide memory fence scoped
+    // to the stream (like __threadfence_system()), so that work's writes, local or
+    // through peer mappings, are visible everywhere before the new value is. The
+    // write is one 64-bit store, never torn. ADD stays a kernel: CUDA has no atomic
+    // read-modify-write stream memory operation.
+    const CUresult r = driver().cuStreamWriteValue64(stream, reinterpret_cast<CUdeviceptr>(remote),
+                                                     value, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS)
+      return cuda_error(
+          r,
+          format_string("%s: cuStreamWriteValue64(stream %p, address %p (PE %d's copy of sig "
+                        "%p), value %llu, CU_STREAM_WRITE_VALUE_DEFAULT)",
+                        call, static_cast<void*>(stream), remote, pe, static_cast<void*>(sig),
+                        static_cast<unsigned long long>(value))
+              .c_str(),
+          __FILE__, __LINE__, kMemOpsFix);
+    return TMASHMEM_SUCCESS;
+  }
+  return on_device(call, ordinal, "launching the signal kernel", [&](const StreamKernels& k) {
+    return k.signal_op(static_cast<uint64_t*>(remote), value, op, stream);
+  });
+}
+
+tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
+                                              CUstream stream) {
+  const char* call = "tmashmem_signal_wait_until_on_stream";
+  Runtime& rt = runtime();
+  ContextScope context;
+  void* local = nullptr;
+  bool mem_ops = false;
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(context.enter(rt, call));
+    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
+    TMASHMEM_TRY(check_signal(call, sig));
+    if (cmp < TMASHMEM_CMP_EQ || cmp > TMASHMEM_CMP_LE)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: cmp %d is not a comparison; pass one of TMASHMEM_CMP_EQ, _NE, _GT, "
+                       "_GE, _LT, _LE (%d..%d)",
+                       call, cmp, TMASHMEM_CMP_EQ, TMASHMEM_CMP_LE);
+    TMASHMEM_TRY(translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), &local));
+    ordinal = rt.device_ordinal;
+  }
+
+  // The comparisons cuStreamWaitValue64 can express. Its GEQ is cyclic,
+  // (int64_t)(*sig - operand) >= 0, which is the unsigned *sig >= operand whenever the
+  // two are less than 2^63 apart (tmashmem.h states the contract). GT v is GEQ v + 1,
+  // except for v = UINT64_MAX (never true unsigned). GE 0 is always true unsigned but
+  // not cyclic (a signal >= 2^63 fails it), so it takes the kernel, which returns at
+  // once. NE, LT and LE have no stream-memory-op form.
+  bool use_mem_op = false;
+  unsigned int flags = 0;
+  uint64_t operand = value;
+  if (mem_ops) {
+    if (cmp == TMASHMEM_CMP_EQ) {
+      use_mem_op = true;
+      flags = CU_STREAM_WAIT_VALUE_EQ;
+    } else if (cmp == TMASHMEM_CMP_GE && value != 0) {
+      use_mem_op = true;
+      flags = CU_STREAM_WAIT_VALUE_GEQ;
+    } else if (cmp == TMASHMEM_CMP_GT && value != UINT64_MAX) {
+      use_mem_op = true;
+      flags = CU_STREAM_WAIT_VALUE_GEQ;
+      operand = value + 1;
+    }
+  }
+  if (use_mem_op) {
+    // Acquire: the wait completes only after the value is in this GPU's memory, and
+    // the signalling PE made its earlier writes visible system-wide before it wrote
+    // the value (a fenced stream write or a releasing atomic), so they are in memory
+    // too. The stream's later work starts after the wait: kernels begin with a fresh
+    // L1 and copies read memory, so both see those writes. No CU_STREAM_WAIT_VALUE_FLUSH:
+    // that flag orders remote writes that arrive unfenced (GPUDirect RDMA from a NIC);
+    // tmashmem signals come only from GPUs of load/store-reachable PEs, which fence.
+    const CUresult r =
+        driver().cuStreamWaitValue64(stream, reinterpret_cast<CUdeviceptr>(local), operand, flags);
+    if (r != CUDA_SUCCESS)
+      return cuda_error(
+          r,
+          format_string("%s: cuStreamWaitValue64(stream %p, address %p (sig), value %llu, %s)",
+                        call, static_cast<void*>(stream), local,
+                        static_cast<unsigned long long>(operand),
+                        flags == CU_STREAM_WAIT_VALUE_EQ ? "CU_STREAM_WAIT_VALUE_EQ"
+                                                         : "CU_STREAM_WAIT_VALUE_GEQ")
+              .c_str(),
+          __FILE__, __LINE__, kMemOpsFix);
+    return TMASHMEM_SUCCESS;
+  }
+  return on_device(call, ordinal, "launching the signal-wait kernel", [&](const StreamKernels& k) {
+    return k.signal_wait(static_cast<const uint64_t*>(local), cmp, value, stream);
+  });
+}
+
+}  // namespace
+
+void register_stream_kernels(const StreamKernels* kernels) { g_kernels = kernels; }
+const StreamKernels* stream_kernels() { return g_kernels; }
+
+}  // namespace tmashmem
+
+using namespace tmashmem;
+
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
+extern "C" {
+
+tmashmem_status_t tmashmem_barrier_all_on_stream(tmashmem_stream_t stream) {
+  return barrier_all_on_stream(stream);
+}
+
+tmashmem_status_t tmashmem_putmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
+                                            tmashmem_stream_t stream) {
+  return copy_on_stream("tmashmem_putmem_on_stream", true, dest, src, bytes, pe, stream);
+}
+
+tmashmem_status_t tmashmem_getmem_on_stream(void* dest, const void* src, size_t bytes, int pe,
+                                            tmashmem_stream_t stream) {
+  return copy_on_stream("tmashmem_getmem_on_stream", false, dest, src, bytes, pe, stream);
+}
+
+tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
+                                               tmashmem_stream_t stream) {
+  return signal_op_on_stream(sig, value, op, pe, stream);
+}
+
+tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
+                                                       tmashmem_stream_t stream) {
+  return signal_wait_until_on_stream(sig, cmp, value, stream);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
