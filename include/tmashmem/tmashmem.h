@@ -94,7 +94,6 @@ typedef struct tmashmem_init_attributes {
   tmashmem_handle_type_t handle_type;
   int32_t bootstrap_timeout_ms;        /* bound on every blocking bootstrap call */
   int32_t debug;                       /* 0 quiet, 1 info, 2 trace */
-<<<<<<< HEAD
   /* Unique-id bootstrap: the id from tmashmem_get_uniqueid (NULL = TMASHMEM_BOOTSTRAP_UID),
    * this process's rank in [0, uid_size) and the number of PEs (uid_size 0 = take both
    * from TMASHMEM_BOOTSTRAP_UID_RANK / _SIZE). */
@@ -104,10 +103,7 @@ typedef struct tmashmem_init_attributes {
   /* NCCL bootstrap: an ncclComm_t (cast to void*) whose ranks become the PEs. It stays
    * the caller's: tmashmem never destroys or aborts it. */
   void* nccl_comm;
-  uint64_t reserved[4];
-=======
   uint64_t reserved[4];                /* must be 0 */
->>>>>>> rt
 } tmashmem_init_attr_t;
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
