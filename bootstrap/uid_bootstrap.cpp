@@ -177,21 +177,24 @@ class UidBootstrap final : public Bootstrap {
                  peer.c_str(), why.c_str());
   }
 
-  // Root: tells every connected rank that the job's bootstrap failed, and why.
-  tmashmem_status_t root_fail(tmashmem_status_t status, const std::string& text) {
-    failed_ = true;
+  // Root: a Fail frame (status + text) to one rank, best effort.
+  void send_fail(int fd, tmashmem_status_t status, const std::string& text) {
     std::vector<char> body(sizeof(int32_t) + text.size());
     int32_t code = status;
     std::memcpy(body.data(), &code, sizeof code);
     std::memcpy(body.data() + sizeof code, text.data(), text.size());
     FrameHeader h = header(kTagFail, sequence_, 0, body.size());
-    for (int fd : links_) {
-      if (fd < 0) continue;
-      std::string ignored;
-      Deadline d = deadline_after(200);
-      if (send_all(fd, &h, sizeof h, d, &ignored, true) == IoResult::kOk)
-        send_all(fd, body.data(), body.size(), d, &ignored);
-    }
+    std::string ignored;
+    Deadline d = deadline_after(200);
+    if (send_all(fd, &h, sizeof h, d, &ignored, true) == IoResult::kOk)
+      send_all(fd, body.data(), body.size(), d, &ignored);
+  }
+
+  // Root: tells every connected rank that the job's bootstrap failed, and why.
+  tmashmem_status_t root_fail(tmashmem_status_t status, const std::string& text) {
+    failed_ = true;
+    for (int fd : links_)
+      if (fd >= 0) send_fail(fd, status, text);
     return fail(status, "%s", text.c_str());
   }
 
@@ -225,7 +228,11 @@ class UidBootstrap final : public Bootstrap {
     std::vector<Pending> pending;
     std::vector<bool> arrived(static_cast<size_t>(size_), false);
     arrived[0] = true;
-    int joined = 0;
+    int joined = 0;  // ranks connected (after a fatal error: ranks told about it)
+    // A fatal join error (a rank with another job size) is told to every rank that
+    // connects until all have heard it or the deadline passes, so none waits in vain.
+    tmashmem_status_t fatal = TMASHMEM_SUCCESS;
+    std::string fatal_text;
     Deadline deadline = deadline_after(timeout_ms_);
     auto drop = [&](size_t i) {
       ::close(pending[i].fd);
@@ -239,6 +246,7 @@ class UidBootstrap final : public Bootstrap {
       if (n < 0 && errno == EINTR) continue;
       if (n == 0 || ms_left(deadline) == 0) {
         for (size_t i = pending.size(); i-- > 0;) drop(i);
+        if (fatal != TMASHMEM_SUCCESS) return root_fail(fatal, fatal_text);
         return root_fail(TMASHMEM_ERROR_TIMEOUT,
                          "unique-id bootstrap timed out after " + std::to_string(timeout_ms_) +
                              " ms in step 'accept' at the root " + root_text_ + ": rank(s) " +
@@ -269,14 +277,23 @@ class UidBootstrap final : public Bootstrap {
           drop(i);
           continue;
         }
-        if (h.size != size_) {
-          int rank = h.rank, size = h.size;
+        if (h.size != size_ && fatal == TMASHMEM_SUCCESS) {  // a rank started with another size
+          fatal = TMASHMEM_ERROR_INVALID_VALUE;
+          fatal_text = "unique-id bootstrap: rank " + std::to_string(h.rank) + " (from " + p.peer +
+                       ") says the job has " + std::to_string(h.size) + " PEs, rank 0 says " +
+                       std::to_string(size_) +
+                       ": give every PE the same TMASHMEM_BOOTSTRAP_UID_SIZE";
+          for (int fd : links_)
+            if (fd >= 0) send_fail(fd, fatal, fatal_text);
+        }
+        if (fatal != TMASHMEM_SUCCESS) {
+          send_fail(p.fd, fatal, fatal_text);
+          if (h.rank > 0 && h.rank < size_ && !arrived[static_cast<size_t>(h.rank)]) {
+            arrived[static_cast<size_t>(h.rank)] = true;
+            ++joined;
+          }
           drop(i);
-          return root_fail(TMASHMEM_ERROR_INVALID_VALUE,
-                           "unique-id bootstrap: rank " + std::to_string(rank) + " (from " +
-                               p.peer + ") says the job has " + std::to_string(size) +
-                               " PEs, rank 0 says " + std::to_string(size_) +
-                               ": give every PE the same TMASHMEM_BOOTSTRAP_UID_SIZE");
+          continue;
         }
         if (h.rank <= 0 || h.rank >= size_ || arrived[static_cast<size_t>(h.rank)]) {
           log_refusal(p.peer, "it claims rank " + std::to_string(h.rank) +
@@ -302,6 +319,10 @@ class UidBootstrap final : public Bootstrap {
     ::close(listen_fd_);  // nobody else may join now
     listen_fd_ = -1;
     for (size_t i = pending.size(); i-- > 0;) drop(i);
+    if (fatal != TMASHMEM_SUCCESS) {
+      failed_ = true;  // every rank has its Fail frame already
+      return fail(fatal, "%s", fatal_text.c_str());
+    }
     for (int r = 1; r < size_; ++r) {
       Welcome w;
       std::memset(&w, 0, sizeof w);

@@ -244,7 +244,31 @@ int rank_cycles() {
   return g_failures ? 1 : 0;
 }
 
+// The last rank was started with another job size: every rank's init must fail
+// with the same message, naming the sizes.
+int rank_size_mismatch() {
+  // The others come late, so the root hears the wrong size before they connect.
+  int me = std::atoi(std::getenv("TMASHMEM_BOOTSTRAP_UID_RANK"));
+  if (me != 0 && std::getenv("TMASHMEM_UID_TEST_LATE")) usleep(300 * 1000);
+  emu::install();
+  tmashmem_init_attr_t attr = small_attr();
+  attr.bootstrap_timeout_ms = 10000;
+  auto t0 = std::chrono::steady_clock::now();
+  tmashmem_status_t st = tmashmem_init_attr(&attr);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::string m = tmashmem_last_error();
+  std::printf("init returned %d after %.0f ms: %s\n", st, ms, m.c_str());
+  EXPECT(st == TMASHMEM_ERROR_INVALID_VALUE);
+  EXPECT(contains(m, "PEs, rank 0 says"));
+  EXPECT(ms < 5000.0);  // the root's verdict, not a timeout
+  EXPECT(!tmashmem_initialized());
+  emu::uninstall();
+  return g_failures ? 1 : 0;
+}
+
 int run_rank(const std::string& name) {
+  if (name == "size_mismatch") return rank_size_mismatch();
   if (name == "heap") return rank_heap();
   if (name == "late_heap") return rank_late_heap();
   if (name == "victim") return rank_victim_or_survivor();
@@ -454,6 +478,14 @@ int launcher(int argc, char** argv) {
       }
       t.record("a rank killed before joining: the others time out naming it, nothing left" + label,
                ok);
+      std::vector<std::vector<std::string>> sizes = same_env(np, {});
+      for (int r = 1; r + 1 < np; ++r)
+        sizes[static_cast<size_t>(r)].push_back("TMASHMEM_UID_TEST_LATE=1");
+      sizes[static_cast<size_t>(np - 1)].push_back("TMASHMEM_BOOTSTRAP_UID_SIZE=" +
+                                                   std::to_string(np + 1));
+      t.record(
+          "a rank started with another job size fails every rank's init, naming the sizes" + label,
+          run_plain(address, "size_mismatch", np, sizes, 60000));
     }
   } else if (suite == "cycles") {
     t.record("100 init/finalize cycles over the unique-id bootstrap" + label,

@@ -83,14 +83,14 @@ bool start(Job* job, const std::string& name, int np,
   job->np = np;
   for (int r = 0; r < np; ++r) {
     std::string log = job->dir + "/rank" + std::to_string(r) + ".log";
-    std::vector<std::string> env;
+    std::vector<std::string> env;  // extra_env first: the first of a name wins in getenv
+    if (static_cast<size_t>(r) < extra_env.size())
+      for (const std::string& e : extra_env[static_cast<size_t>(r)]) env.push_back(e);
     for (char** e = environ; *e; ++e) env.push_back(*e);
     env.push_back("TMASHMEM_UID_TEST_CASE=" + name);
     env.push_back("TMASHMEM_BOOTSTRAP_UID=" + job->id_text);
     env.push_back("TMASHMEM_BOOTSTRAP_UID_RANK=" + std::to_string(r));
     env.push_back("TMASHMEM_BOOTSTRAP_UID_SIZE=" + std::to_string(np));
-    if (static_cast<size_t>(r) < extra_env.size())
-      for (const std::string& e : extra_env[static_cast<size_t>(r)]) env.push_back(e);
     pid_t pid = fork();
     if (pid < 0) {
       *why = "fork failed";

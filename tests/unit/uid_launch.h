@@ -23,7 +23,7 @@ struct Job {
 bool make_id(const std::string& address, Job* job, std::string* why);
 
 // Starts `np` ranks running case `name` of this program; extra_env[r] is added to
-// rank r's environment ("NAME=value" strings).
+// rank r's environment ("NAME=value" strings; they take precedence).
 bool start(Job* job, const std::string& name, int np,
            const std::vector<std::vector<std::string>>& extra_env, std::string* why);
 
