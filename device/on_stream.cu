@@ -53,10 +53,24 @@ CudaOutcome outcome(cudaError_t error) {
   return o;
 }
 
-// The launch's outcome: the pending error, read (and cleared) right after it.
-CudaOutcome launched() { return outcome(cudaGetLastError()); }
+// Each entry reports its own outcome only. The library's CUDA runtime keeps one pending
+// error per thread, which a failed call (a rejected launch or copy) leaves set and which the
+// next cudaGetLastError would report; so every entry clears it before it starts, and reads
+// and clears its own afterwards. A sticky error (the context is unusable) cannot be cleared:
+// it fails this entry's own work too, and is then its outcome.
+void forget_earlier_errors() { (void)cudaGetLastError(); }
+
+// `error` from a runtime call, with the thread's pending error cleared.
+CudaOutcome finished(cudaError_t error) {
+  const cudaError_t pending = cudaGetLastError();
+  return outcome(error != cudaSuccess ? error : pending);
+}
+
+// A launch's outcome: the error it left pending.
+CudaOutcome launched() { return finished(cudaSuccess); }
 
 CudaOutcome enter_device(int ordinal, int* previous) {
+  forget_earlier_errors();
   *previous = -1;
   int current = -1;
   cudaError_t error = cudaGetDevice(&current);
@@ -64,7 +78,7 @@ CudaOutcome enter_device(int ordinal, int* previous) {
     error = cudaSetDevice(ordinal);
     if (error == cudaSuccess) *previous = current;
   }
-  return outcome(error);
+  return finished(error);
 }
 
 void leave_device(int previous) {
@@ -72,23 +86,26 @@ void leave_device(int previous) {
 }
 
 CudaOutcome barrier_all(const tmashmem_ctx_t& ctx, CUstream stream) {
+  forget_earlier_errors();
   barrier_all_kernel<<<1, kBarrierThreads, 0, stream>>>(ctx);
   return launched();
 }
 
 CudaOutcome signal_op(uint64_t* remote, uint64_t value, int op, CUstream stream) {
+  forget_earlier_errors();
   signal_op_kernel<<<1, 1, 0, stream>>>(remote, value, static_cast<SignalOp>(op));
   return launched();
 }
 
 CudaOutcome signal_wait(const uint64_t* local, int cmp, uint64_t value, CUstream stream) {
+  forget_earlier_errors();
   signal_wait_kernel<<<1, 1, 0, stream>>>(local, static_cast<Cmp>(cmp), value);
   return launched();
 }
 
 CudaOutcome copy(void* dest, const void* src, size_t bytes, CUstream stream) {
-  const cudaError_t error = cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, stream);
-  return outcome(error);
+  forget_earlier_errors();
+  return finished(cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, stream));
 }
 
 const StreamKernels kKernels = {enter_device, leave_device, barrier_all,

@@ -8,6 +8,9 @@
 // A build without device/ has no table: the CPU tests on the emulated driver link the
 // runtime alone, and every path that needs the table returns TMASHMEM_ERROR_NOT_SUPPORTED
 // naming the call (kNoKernelsMessage), which those tests assert.
+//
+// Every entry returns the outcome of its own CUDA runtime calls only: it clears an error an
+// earlier entry left pending before it starts, and clears its own before it returns.
 
 #pragma once
 

@@ -169,7 +169,10 @@ const char* tmashmem_last_error(void);
  * synchronisation, no allocation, no host-side waiting on the capture path). Each
  * call checks its arguments on the host and returns an error without enqueueing
  * anything when they are wrong; errors of the GPU work itself surface at the
- * stream's next synchronisation, like any kernel's.
+ * stream's next synchronisation, like any kernel's. Each call reports only its own
+ * outcome: an error CUDA gave an earlier on-stream call (a rejected launch or copy) is
+ * not reported again by a later one, unless it is sticky (the CUDA context is unusable),
+ * in which case the later call's own work fails with it too.
  *
  * `stream` is a cudaStream_t (or CUstream) of the device tmashmem_init chose
  * (tmashmem_device()); 0 is the legacy default stream. The library launches its
