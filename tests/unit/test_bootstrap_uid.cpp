@@ -6,6 +6,7 @@
 //   test_bootstrap_uid --suite heap|security|cycles --np N [--family 4|6]
 // The launcher prints each case's verdict and "N passed, N failed, N skipped"; a
 // case passes only if every rank's process exited 0 and the launcher's checks held.
+// One file past the usual length: each scenario's rank side and launcher side belong together.
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
