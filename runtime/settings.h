@@ -25,8 +25,27 @@
     "how heap memory is shared between PEs: auto (fabric if exporting one works, else "          \
     "posix_fd), posix_fd, fabric")                                                               \
   X(bootstrap, "TMASHMEM_BOOTSTRAP", BootstrapChoice, "auto",                                    \
-    "how PEs find each other: auto (MPI when launched by mpirun or MPI is initialised, else "    \
-    "single), mpi, single")                                                                      \
+    "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or "   \
+    "once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, "  \
+    "nccl, single")                                                                              \
+  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, "none",                                           \
+    "unique id of the job (hex or base64 text, as tmashmem_uniqueid_to_string writes it): "      \
+    "starts the unique-id bootstrap")                                                            \
+  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, "none",                                 \
+    "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap")       \
+  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, "none",                                 \
+    "number of PEs of the unique-id bootstrap (the same on every PE)")                           \
+  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, "auto",                             \
+    "interface whose address a new unique id names (default: the first that is up, skipping "    \
+    "docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)")         \
+  X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, "auto",              \
+    "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6")            \
+  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, "auto",                                 \
+    "explicit numeric address of this host for a new unique id's root (overrides the interface "  \
+    "choice)")                                                                                   \
+  X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, "auto",                                     \
+    "where the node's PEs pass heap fds: auto (abstract Unix sockets, or a private directory "   \
+    "when the PEs are in different network namespaces), abstract, filesystem")                   \
   X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, "120000",                \
     "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "     \
     "naming it")                                                                                 \
