@@ -83,6 +83,7 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
   ctx->peer_stride = rt.heap.stride();
   ctx->heap_size = rt.heap.backed_bytes();
   ctx->signal_pad = reinterpret_cast<uint64_t>(rt.signal_pad);
+  ctx->mc_base = rt.multicast.base();
   if (rt.one_gpu) ctx->flags |= TMASHMEM_CTX_FLAG_ONE_GPU;
   return TMASHMEM_SUCCESS;
 }

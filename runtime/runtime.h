@@ -20,6 +20,7 @@
 #include "runtime/config.h"
 #include "runtime/fd_channel.h"
 #include "runtime/heap.h"
+#include "runtime/multicast.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
@@ -39,6 +40,7 @@ struct Runtime {
   uint64_t job_id = 0;
   CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   FdChannel channel;
+  HeapMulticast multicast;  // before heap: the heap's destructor may still reach it
   SymmetricHeap heap;
   OffsetAllocator allocator;
   void* signal_pad = nullptr;

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define TMASHMEM_CTX_VERSION 1u
+#define TMASHMEM_CTX_VERSION 2u
 
 /* Every PE of the job runs on this PE's GPU (one GPU, several processes): signals
  * and their waits may then order memory at GPU scope instead of system scope, since
@@ -41,12 +41,14 @@ typedef struct tmashmem_ctx {
   uint64_t peer_stride;  /* bytes between two consecutive PEs' windows */
   uint64_t heap_size;    /* bytes of the heap currently backed by memory on every rank */
   uint64_t signal_pad;   /* device address of this rank's signal pad (symmetric) */
-  uint64_t reserved[4];
+  uint64_t mc_base;      /* multicast address of heap offset 0 (docs/multicast.md); 0: none */
+  uint64_t reserved[3];
 } tmashmem_ctx_t;
 
 #ifdef __cplusplus
 }
-static_assert(sizeof(tmashmem_ctx_t) == 96, "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
+static_assert(sizeof(tmashmem_ctx_t) == 96 && TMASHMEM_CTX_VERSION == 2u,
+              "tmashmem_ctx_t layout changed: bump TMASHMEM_CTX_VERSION");
 #endif
 
 #endif /* TMASHMEM_CTX_H */
