@@ -314,6 +314,8 @@ void HeapMulticast::destroy() {
 
 using namespace tmashmem;
 
+#pragma GCC visibility push(default)  // the C API
+
 extern "C" void* tmashmem_mc_ptr(const void* ptr) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lock(rt.mutex);
@@ -327,3 +329,5 @@ extern "C" void* tmashmem_mc_ptr(const void* ptr) {
     return nullptr;
   return reinterpret_cast<void*>(rt.multicast.base() + offset);
 }
+
+#pragma GCC visibility pop

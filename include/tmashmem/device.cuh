@@ -13,6 +13,7 @@
 #include "tmashmem/device/atomic.cuh"
 #include "tmashmem/device/barrier.cuh"
 #include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/multicast.cuh"
 #include "tmashmem/device/order.cuh"
 #include "tmashmem/device/rma.cuh"
 #include "tmashmem/device/signal.cuh"

@@ -1,0 +1,528 @@
+// Multicast: one store, reduction load or reduction that reaches every PE of the node,
+// through NVLink multicast (multimem instructions on ctx.mc_base) when the runtime set
+// it up, else through a unicast fan-out over the peer mappings with the same result and
+// the same ordering contract. The choice is made once per call from ctx.mc_base
+// (tmashmem_mc_ptr, docs/multicast.md; the gate: docs/design.md, decision 7).
+//
+// Calls (T: uint32_t, int32_t, uint64_t, int64_t, float, double, __half, __nv_bfloat16;
+// `count` elements; G: Coop::Thread, Warp or Block):
+// - multicast_store<T, G, O>(ctx, dest, src, count): every reachable PE's copy of the
+//   symmetric `dest` receives local `src`.
+// - multicast_ld_reduce<Op, T, G, O>(ctx, dest, src, count): local `dest[i]` = Op over
+//   every reachable PE (this one included) of that PE's copy of symmetric `src[i]`.
+// - multicast_red<Op, T, G, O>(ctx, dest, src, count): on every reachable PE,
+//   `dest[i] = dest[i] Op src[i]` atomically per element (src local, dest symmetric).
+// Which (Op, T) exist is what the PTX ISA has (detail/multimem.cuh): add on all but
+// int64_t; min/max on integers and the 16-bit floats (not float/double); and/or/xor on
+// integers; multicast_red on floats is add only. Other combinations do not compile.
+// 16-bit floats are accessed in pairs: `count` even and addresses 4-byte aligned (there
+// is no 16-bit multimem access). Every address is aligned to its element (8 bytes for
+// 64-bit types); 16-byte aligned ranges move 16 bytes per access.
+// Floating-point add of 16-bit types accumulates in f32 (.acc::f32) and rounds once; the
+// fallback sums in ascending PE order, multimem in an order the hardware chooses, so
+// results agree exactly only where float addition is exact (e.g. small integers).
+// "Reachable": every local PE with is_reachable(ctx, pe); with multicast every local PE
+// (the gate requires one GPU per PE and peer access between all of them).
+//
+// Memory-ordering contract (O):
+// - McOrder::Relaxed (default): each element access is a strong relaxed system-scope
+//   access with no ordering between them or with other accesses, like p(); publish
+//   with fence()/quiet() and a releasing signal, or a barrier.
+// - McOrder::Release (store, red): every write that happens before the call in the
+//   calling thread (for Warp/Block, in any thread of the group before it called) is
+//   visible to a thread that observes any element this call wrote and then acquires.
+//   Multimem: each access is .release; fallback: fence.acq_rel.sys, then relaxed accesses.
+// - McOrder::Acquire (ld_reduce): reads by the calling thread (the group, after the
+//   call) that follow the call see what the writers published before the values it
+//   loaded. Multimem: each load is .acquire; fallback: relaxed loads, then fence.acq_rel.sys.
+// - Warp and Block forms are collective (every thread of the warp / block calls with the
+//   same arguments, converged) and end with __syncwarp() / __syncthreads(); partial last
+//   warps are supported.
+//
+// The multimem paths are built for sm_90a but have never run on the lent machines,
+// whose runtime never creates multicast objects (docs/multicast.md); the fallback is
+// what the GPU tests run.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/detail/multimem.cuh"
+#include "tmashmem/device/order.cuh"
+#include "tmashmem/device/rma.cuh"
+
+namespace tmashmem {
+
+/// Who makes a collective call: one thread, a whole warp, or a whole block.
+enum class Coop { Thread, Warp, Block };
+/// Memory semantics of a multicast call (see the contract above).
+enum class McOrder { Relaxed, Release, Acquire };
+/// The reduction of multicast_ld_reduce / multicast_red.
+using McReduce = detail::McOp;
+
+namespace detail {
+
+template <Coop G>
+struct CoopGroup {
+  __device__ __forceinline__ static unsigned rank() {
+    if constexpr (G == Coop::Thread) return 0;
+    if constexpr (G == Coop::Warp) return block_thread_rank() & 31u;
+    return block_thread_rank();
+  }
+  __device__ __forceinline__ static unsigned size() {
+    if constexpr (G == Coop::Thread) return 1;
+    if constexpr (G == Coop::Warp) return static_cast<unsigned>(__popc(warp_member_mask()));
+    return block_thread_count();
+  }
+  __device__ __forceinline__ static void sync() {
+    if constexpr (G == Coop::Warp) __syncwarp(warp_member_mask());
+    if constexpr (G == Coop::Block) __syncthreads();
+  }
+};
+
+template <class T>
+constexpr bool kHalfLike = std::is_same<T, __half>::value || std::is_same<T, __nv_bfloat16>::value;
+template <class T>
+constexpr bool kMulticastType =
+    std::is_same<T, uint32_t>::value || std::is_same<T, int32_t>::value ||
+    std::is_same<T, uint64_t>::value || std::is_same<T, int64_t>::value ||
+    std::is_same<T, float>::value || std::is_same<T, double>::value || kHalfLike<T>;
+
+// The unit of access: 32 bits (a 32-bit element or a pair of 16-bit ones) or 64 bits.
+template <class T>
+using McWord = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+template <McOp Op, class T>
+__host__ __device__ constexpr bool ld_reduce_exists() {
+  constexpr bool integer = std::is_integral<T>::value;
+  if (Op == McOp::Add) return !std::is_same<T, int64_t>::value;
+  if (Op == McOp::Min || Op == McOp::Max) return integer || kHalfLike<T>;
+  return integer;  // and, or, xor
+}
+
+template <McOp Op, class T>
+__host__ __device__ constexpr bool red_exists() {
+  return ld_reduce_exists<Op, T>() && (std::is_integral<T>::value || Op == McOp::Add);
+}
+
+// Whether multimem has a 128-bit form for (Op, T): floats only.
+template <McOp Op, class T>
+__host__ __device__ constexpr bool multimem_v4(bool red) {
+  if (std::is_same<T, float>::value) return Op == McOp::Add;
+  if (kHalfLike<T>) return !red || Op == McOp::Add;
+  return false;
+}
+
+template <class W>
+__device__ __forceinline__ W bits_of(const void* p) {
+  return *static_cast<const W*>(p);
+}
+
+// ---- one word through multimem (Sem: 1 = release / acquire) ------------------------
+
+template <McOp Op, class T, int Sem>
+__device__ __forceinline__ McWord<T> multimem_ld_reduce_word(const void* mc) {
+  using W = McWord<T>;
+  constexpr bool kSigned = std::is_signed<T>::value;
+  if constexpr (std::is_same<T, float>::value) {
+    return __float_as_uint(multimem_ld_reduce_add_f32<Sem>(mc));
+  } else if constexpr (std::is_same<T, double>::value) {
+    return static_cast<W>(__double_as_longlong(multimem_ld_reduce_add_f64<Sem>(mc)));
+  } else if constexpr (std::is_same<T, __half>::value) {
+    if constexpr (Op == McOp::Add) return multimem_ld_reduce_add_f16x2<Sem>(mc);
+    if constexpr (Op == McOp::Min) return multimem_ld_reduce_min_f16x2<Sem>(mc);
+    if constexpr (Op == McOp::Max) return multimem_ld_reduce_max_f16x2<Sem>(mc);
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    if constexpr (Op == McOp::Add) return multimem_ld_reduce_add_bf16x2<Sem>(mc);
+    if constexpr (Op == McOp::Min) return multimem_ld_reduce_min_bf16x2<Sem>(mc);
+    if constexpr (Op == McOp::Max) return multimem_ld_reduce_max_bf16x2<Sem>(mc);
+  } else if constexpr (sizeof(T) == 4) {
+    if constexpr (Op == McOp::Add)
+      return kSigned ? static_cast<W>(multimem_ld_reduce_add_s32<Sem>(mc))
+                     : multimem_ld_reduce_add_u32<Sem>(mc);
+    if constexpr (Op == McOp::Min)
+      return kSigned ? static_cast<W>(multimem_ld_reduce_min_s32<Sem>(mc))
+                     : multimem_ld_reduce_min_u32<Sem>(mc);
+    if constexpr (Op == McOp::Max)
+      return kSigned ? static_cast<W>(multimem_ld_reduce_max_s32<Sem>(mc))
+                     : multimem_ld_reduce_max_u32<Sem>(mc);
+    if constexpr (Op == McOp::And) return multimem_ld_reduce_and_b32<Sem>(mc);
+    if constexpr (Op == McOp::Or) return multimem_ld_reduce_or_b32<Sem>(mc);
+    if constexpr (Op == McOp::Xor) return multimem_ld_reduce_xor_b32<Sem>(mc);
+  } else {
+    if constexpr (Op == McOp::Add) return multimem_ld_reduce_add_u64<Sem>(mc);
+    if constexpr (Op == McOp::Min)
+      return kSigned ? static_cast<W>(multimem_ld_reduce_min_s64<Sem>(mc))
+                     : multimem_ld_reduce_min_u64<Sem>(mc);
+    if constexpr (Op == McOp::Max)
+      return kSigned ? static_cast<W>(multimem_ld_reduce_max_s64<Sem>(mc))
+                     : multimem_ld_reduce_max_u64<Sem>(mc);
+    if constexpr (Op == McOp::And) return multimem_ld_reduce_and_b64<Sem>(mc);
+    if constexpr (Op == McOp::Or) return multimem_ld_reduce_or_b64<Sem>(mc);
+    if constexpr (Op == McOp::Xor) return multimem_ld_reduce_xor_b64<Sem>(mc);
+  }
+  return 0;
+}
+
+template <McOp Op, class T, int Sem>
+__device__ __forceinline__ uint4 multimem_ld_reduce_v4(const void* mc) {
+  if constexpr (std::is_same<T, float>::value) {
+    const float4 f = multimem_ld_reduce_v4_add_f32<Sem>(mc);
+    return make_uint4(__float_as_uint(f.x), __float_as_uint(f.y), __float_as_uint(f.z),
+                      __float_as_uint(f.w));
+  } else if constexpr (std::is_same<T, __half>::value) {
+    if constexpr (Op == McOp::Add) return multimem_ld_reduce_v4_add_f16x2<Sem>(mc);
+    if constexpr (Op == McOp::Min) return multimem_ld_reduce_v4_min_f16x2<Sem>(mc);
+    if constexpr (Op == McOp::Max) return multimem_ld_reduce_v4_max_f16x2<Sem>(mc);
+  } else {
+    if constexpr (Op == McOp::Add) return multimem_ld_reduce_v4_add_bf16x2<Sem>(mc);
+    if constexpr (Op == McOp::Min) return multimem_ld_reduce_v4_min_bf16x2<Sem>(mc);
+    if constexpr (Op == McOp::Max) return multimem_ld_reduce_v4_max_bf16x2<Sem>(mc);
+  }
+  return make_uint4(0, 0, 0, 0);
+}
+
+template <McOp Op, class T, int Sem>
+__device__ __forceinline__ void multimem_red_word(void* mc, McWord<T> w) {
+  constexpr bool kSigned = std::is_signed<T>::value;
+  if constexpr (std::is_same<T, float>::value) {
+    multimem_red_add_f32<Sem>(mc, __uint_as_float(w));
+  } else if constexpr (std::is_same<T, double>::value) {
+    multimem_red_add_f64<Sem>(mc, __longlong_as_double(static_cast<long long>(w)));
+  } else if constexpr (std::is_same<T, __half>::value) {
+    multimem_red_add_f16x2<Sem>(mc, w);
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    multimem_red_add_bf16x2<Sem>(mc, w);
+  } else if constexpr (sizeof(T) == 4) {
+    if constexpr (Op == McOp::Add && kSigned)
+      multimem_red_add_s32<Sem>(mc, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Add && !kSigned) multimem_red_add_u32<Sem>(mc, w);
+    if constexpr (Op == McOp::Min && kSigned)
+      multimem_red_min_s32<Sem>(mc, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Min && !kSigned) multimem_red_min_u32<Sem>(mc, w);
+    if constexpr (Op == McOp::Max && kSigned)
+      multimem_red_max_s32<Sem>(mc, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Max && !kSigned) multimem_red_max_u32<Sem>(mc, w);
+    if constexpr (Op == McOp::And) multimem_red_and_b32<Sem>(mc, w);
+    if constexpr (Op == McOp::Or) multimem_red_or_b32<Sem>(mc, w);
+    if constexpr (Op == McOp::Xor) multimem_red_xor_b32<Sem>(mc, w);
+  } else {
+    if constexpr (Op == McOp::Add) multimem_red_add_u64<Sem>(mc, w);
+    if constexpr (Op == McOp::Min && kSigned)
+      multimem_red_min_s64<Sem>(mc, static_cast<int64_t>(w));
+    if constexpr (Op == McOp::Min && !kSigned) multimem_red_min_u64<Sem>(mc, w);
+    if constexpr (Op == McOp::Max && kSigned)
+      multimem_red_max_s64<Sem>(mc, static_cast<int64_t>(w));
+    if constexpr (Op == McOp::Max && !kSigned) multimem_red_max_u64<Sem>(mc, w);
+    if constexpr (Op == McOp::And) multimem_red_and_b64<Sem>(mc, w);
+    if constexpr (Op == McOp::Or) multimem_red_or_b64<Sem>(mc, w);
+    if constexpr (Op == McOp::Xor) multimem_red_xor_b64<Sem>(mc, w);
+  }
+}
+
+template <McOp Op, class T, int Sem>
+__device__ __forceinline__ void multimem_red_v4(void* mc, uint4 v) {
+  if constexpr (std::is_same<T, float>::value)
+    multimem_red_v4_add_f32<Sem>(mc, make_float4(__uint_as_float(v.x), __uint_as_float(v.y),
+                                                 __uint_as_float(v.z), __uint_as_float(v.w)));
+  else if constexpr (std::is_same<T, __half>::value)
+    multimem_red_v4_add_f16x2<Sem>(mc, v);
+  else
+    multimem_red_v4_add_bf16x2<Sem>(mc, v);
+}
+
+// ---- the fallback: the same word, one peer at a time ----------------------------------
+
+// The running value of one word of an ld_reduce fallback: 16-bit float adds accumulate in
+// f32 (as .acc::f32 does), everything else in the element type.
+template <McOp Op, class T>
+struct McAccumulator {
+  static constexpr bool kWide = kHalfLike<T> && Op == McOp::Add;
+  float lo = 0.f, hi = 0.f;  // kWide
+  McWord<T> word = 0;        // otherwise: the bits of the running value
+
+  __device__ __forceinline__ static float2 to_float2(uint32_t w) {
+    if constexpr (std::is_same<T, __half>::value) {
+      __half2 h;
+      memcpy(&h, &w, 4);
+      return __half22float2(h);
+    } else {
+      __nv_bfloat162 h;
+      memcpy(&h, &w, 4);
+      return __bfloat1622float2(h);
+    }
+  }
+
+  __device__ __forceinline__ void first(McWord<T> w) {
+    if constexpr (kWide) {
+      const float2 f = to_float2(w);
+      lo = f.x;
+      hi = f.y;
+    } else {
+      word = w;
+    }
+  }
+
+  __device__ __forceinline__ void add(McWord<T> w) {
+    if constexpr (kWide) {
+      const float2 f = to_float2(w);
+      lo += f.x;
+      hi += f.y;
+    } else if constexpr (kHalfLike<T>) {
+      using H2 = std::conditional_t<std::is_same<T, __half>::value, __half2, __nv_bfloat162>;
+      H2 a, b;
+      memcpy(&a, &word, 4);
+      memcpy(&b, &w, 4);
+      const H2 r = Op == McOp::Min ? __hmin2(a, b) : __hmax2(a, b);
+      memcpy(&word, &r, 4);
+    } else {
+      T a, b;
+      memcpy(&a, &word, sizeof(T));
+      memcpy(&b, &w, sizeof(T));
+      T r = a;
+      if constexpr (Op == McOp::Add) r = a + b;
+      if constexpr (Op == McOp::Min) r = b < a ? b : a;
+      if constexpr (Op == McOp::Max) r = a < b ? b : a;
+      if constexpr (std::is_integral<T>::value) {
+        if constexpr (Op == McOp::And) r = a & b;
+        if constexpr (Op == McOp::Or) r = a | b;
+        if constexpr (Op == McOp::Xor) r = a ^ b;
+      }
+      memcpy(&word, &r, sizeof(T));
+    }
+  }
+
+  __device__ __forceinline__ McWord<T> result() const {
+    if constexpr (kWide) {
+      uint32_t w;
+      if constexpr (std::is_same<T, __half>::value) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        memcpy(&w, &h, 4);
+      } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        memcpy(&w, &h, 4);
+      }
+      return w;
+    } else {
+      return word;
+    }
+  }
+};
+
+template <McOp Op, class T>
+__device__ __forceinline__ void unicast_red_word(void* p, McWord<T> w) {
+  constexpr bool kSigned = std::is_signed<T>::value;
+  if constexpr (std::is_same<T, float>::value) {
+    unicast_red_add_f32(p, __uint_as_float(w));
+  } else if constexpr (std::is_same<T, double>::value) {
+    unicast_red_add_f64(p, __longlong_as_double(static_cast<long long>(w)));
+  } else if constexpr (std::is_same<T, __half>::value) {
+    unicast_red_add_f16x2(p, w);
+  } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    unicast_red_add_bf16x2(p, w);
+  } else if constexpr (sizeof(T) == 4) {
+    if constexpr (Op == McOp::Add && kSigned) unicast_red_add_s32(p, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Add && !kSigned) unicast_red_add_u32(p, w);
+    if constexpr (Op == McOp::Min && kSigned) unicast_red_min_s32(p, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Min && !kSigned) unicast_red_min_u32(p, w);
+    if constexpr (Op == McOp::Max && kSigned) unicast_red_max_s32(p, static_cast<int32_t>(w));
+    if constexpr (Op == McOp::Max && !kSigned) unicast_red_max_u32(p, w);
+    if constexpr (Op == McOp::And) unicast_red_and_b32(p, w);
+    if constexpr (Op == McOp::Or) unicast_red_or_b32(p, w);
+    if constexpr (Op == McOp::Xor) unicast_red_xor_b32(p, w);
+  } else {
+    if constexpr (Op == McOp::Add) unicast_red_add_u64(p, w);
+    if constexpr (Op == McOp::Min && kSigned) unicast_red_min_s64(p, static_cast<int64_t>(w));
+    if constexpr (Op == McOp::Min && !kSigned) unicast_red_min_u64(p, w);
+    if constexpr (Op == McOp::Max && kSigned) unicast_red_max_s64(p, static_cast<int64_t>(w));
+    if constexpr (Op == McOp::Max && !kSigned) unicast_red_max_u64(p, w);
+    if constexpr (Op == McOp::And) unicast_red_and_b64(p, w);
+    if constexpr (Op == McOp::Or) unicast_red_or_b64(p, w);
+    if constexpr (Op == McOp::Xor) unicast_red_xor_b64(p, w);
+  }
+}
+
+// The layout of one call: `vectors` 16-byte units, then `words` more words.
+struct McSpan {
+  size_t vectors;
+  size_t words;
+};
+
+template <class T>
+__device__ __forceinline__ McSpan mc_span(const void* a, const void* b, size_t count, bool v4) {
+  const size_t bytes = count * sizeof(T);
+  const bool aligned =
+      v4 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0;
+  const size_t vectors = aligned ? bytes / 16 : 0;
+  return McSpan{vectors, (bytes - vectors * 16) / sizeof(McWord<T>)};
+}
+
+__device__ __forceinline__ char* mc_address(const Ctx& ctx, const void* p) {
+  return reinterpret_cast<char*>(ctx.mc_base + (reinterpret_cast<uintptr_t>(p) - ctx.heap_base));
+}
+
+template <class T>
+__device__ __forceinline__ void check_multicast_args() {
+  static_assert(kMulticastType<T>,
+                "multicast calls take uint32_t, int32_t, uint64_t, int64_t, float, double, __half "
+                "or __nv_bfloat16 elements");
+}
+
+}  // namespace detail
+
+/// Stores `count` elements of local `src` into every reachable PE's copy of symmetric
+/// `dest` (see the contract at the top). O: Relaxed or Release.
+template <class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
+__device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T* src,
+                                                size_t count) {
+  detail::check_multicast_args<T>();
+  static_assert(O != McOrder::Acquire, "multicast_store is Relaxed or Release");
+  using W = detail::McWord<T>;
+  using Group = detail::CoopGroup<G>;
+  constexpr int kSem = O == McOrder::Release ? 1 : 0;
+  const unsigned rank = Group::rank(), size = Group::size();
+  const detail::McSpan span = detail::mc_span<T>(dest, src, count, true);
+  const char* s = reinterpret_cast<const char*>(src);
+  const size_t tail = span.vectors * 16;
+  if (O == McOrder::Release) Group::sync();  // the group's earlier writes come first
+  if (ctx.mc_base != 0) {
+    char* m = detail::mc_address(ctx, dest);
+    for (size_t i = rank; i < span.vectors; i += size)
+      detail::multimem_st_v4<kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+    for (size_t i = rank; i < span.words; i += size) {
+      const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
+      if constexpr (sizeof(W) == 4)
+        detail::multimem_st_b32<kSem>(m + tail + 4 * i, w);
+      else
+        detail::multimem_st_b64<kSem>(m + tail + 8 * i, w);
+    }
+  } else {
+    if (O == McOrder::Release) detail::fence_acq_rel_sys();
+    char* d = reinterpret_cast<char*>(dest);
+    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
+    // One load of the source, then a store into each peer: the hand-written fan-out.
+    for (size_t i = rank; i < span.vectors; i += size) {
+      const uint4 v = detail::bits_of<uint4>(s + 16 * i);
+      for (int pe = first; pe < last; ++pe)
+        if (is_reachable(ctx, pe)) detail::st_relaxed_sys_v4(ptr(ctx, d, pe) + 16 * i, v);
+    }
+    for (size_t i = rank; i < span.words; i += size) {
+      const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
+      for (int pe = first; pe < last; ++pe)
+        if (is_reachable(ctx, pe))
+          detail::store_relaxed_sys(reinterpret_cast<W*>(ptr(ctx, d, pe) + tail) + i, w);
+    }
+  }
+  Group::sync();
+}
+
+/// Local `dest[i]` = Op over every reachable PE of its copy of symmetric `src[i]` (see the
+/// contract at the top). O: Relaxed or Acquire.
+template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
+__device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, const T* src,
+                                                    size_t count) {
+  detail::check_multicast_args<T>();
+  static_assert(detail::ld_reduce_exists<Op, T>(),
+                "the PTX ISA has no multimem.ld_reduce for this (op, type): add has no int64_t, "
+                "min/max no float/double, and/or/xor integers only");
+  static_assert(O != McOrder::Release, "multicast_ld_reduce is Relaxed or Acquire");
+  using W = detail::McWord<T>;
+  using Group = detail::CoopGroup<G>;
+  constexpr int kSem = O == McOrder::Acquire ? 1 : 0;
+  const unsigned rank = Group::rank(), size = Group::size();
+  const detail::McSpan span =
+      detail::mc_span<T>(dest, src, count, detail::multimem_v4<Op, T>(false) || ctx.mc_base == 0);
+  char* d = reinterpret_cast<char*>(dest);
+  const size_t tail = span.vectors * 16;
+  if (ctx.mc_base != 0) {
+    const char* m = detail::mc_address(ctx, src);
+    if constexpr (detail::multimem_v4<Op, T>(false))
+      for (size_t i = rank; i < span.vectors; i += size)
+        *reinterpret_cast<uint4*>(d + 16 * i) =
+            detail::multimem_ld_reduce_v4<Op, T, kSem>(m + 16 * i);
+    for (size_t i = rank; i < span.words; i += size)
+      reinterpret_cast<W*>(d + tail)[i] =
+          detail::multimem_ld_reduce_word<Op, T, kSem>(m + tail + sizeof(W) * i);
+  } else {
+    const char* s = reinterpret_cast<const char*>(src);
+    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
+    constexpr unsigned kPerVector = 16 / sizeof(W);
+    for (size_t i = rank; i < span.vectors; i += size) {
+      detail::McAccumulator<Op, T> acc[kPerVector];
+      bool started = false;
+      for (int pe = first; pe < last; ++pe) {
+        if (!is_reachable(ctx, pe)) continue;
+        const uint4 v = detail::ld_relaxed_sys_v4(ptr(ctx, s, pe) + 16 * i);
+        W w[kPerVector];
+        memcpy(w, &v, 16);
+        for (unsigned k = 0; k < kPerVector; ++k) started ? acc[k].add(w[k]) : acc[k].first(w[k]);
+        started = true;
+      }
+      W out[kPerVector];
+      for (unsigned k = 0; k < kPerVector; ++k) out[k] = acc[k].result();
+      memcpy(d + 16 * i, out, 16);
+    }
+    for (size_t i = rank; i < span.words; i += size) {
+      detail::McAccumulator<Op, T> acc;
+      bool started = false;
+      for (int pe = first; pe < last; ++pe) {
+        if (!is_reachable(ctx, pe)) continue;
+        const W w =
+            detail::load_relaxed_sys(reinterpret_cast<const W*>(ptr(ctx, s, pe) + tail) + i);
+        started ? acc.add(w) : acc.first(w);
+        started = true;
+      }
+      reinterpret_cast<W*>(d + tail)[i] = acc.result();
+    }
+    if (O == McOrder::Acquire) detail::fence_acq_rel_sys();
+  }
+  Group::sync();
+}
+
+/// On every reachable PE, `dest[i] = dest[i] Op src[i]`, atomically per element (src
+/// local, dest symmetric; see the contract at the top). O: Relaxed or Release.
+template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
+__device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* src, size_t count) {
+  detail::check_multicast_args<T>();
+  static_assert(detail::red_exists<Op, T>(),
+                "the PTX ISA has no multimem.red for this (op, type): floats are add only, add "
+                "has no int64_t, and/or/xor integers only");
+  static_assert(O != McOrder::Acquire, "multicast_red is Relaxed or Release");
+  using W = detail::McWord<T>;
+  using Group = detail::CoopGroup<G>;
+  constexpr int kSem = O == McOrder::Release ? 1 : 0;
+  const unsigned rank = Group::rank(), size = Group::size();
+  const bool v4 = ctx.mc_base != 0 && detail::multimem_v4<Op, T>(true);
+  const detail::McSpan span = detail::mc_span<T>(dest, src, count, v4);
+  const char* s = reinterpret_cast<const char*>(src);
+  const size_t tail = span.vectors * 16;
+  if (O == McOrder::Release) Group::sync();
+  if (ctx.mc_base != 0) {
+    char* m = detail::mc_address(ctx, dest);
+    if constexpr (detail::multimem_v4<Op, T>(true))
+      for (size_t i = rank; i < span.vectors; i += size)
+        detail::multimem_red_v4<Op, T, kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+    for (size_t i = rank; i < span.words; i += size)
+      detail::multimem_red_word<Op, T, kSem>(m + tail + sizeof(W) * i,
+                                             detail::bits_of<W>(s + tail + sizeof(W) * i));
+  } else {
+    if (O == McOrder::Release) detail::fence_acq_rel_sys();
+    char* d = reinterpret_cast<char*>(dest);
+    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
+    for (size_t i = rank; i < span.words; i += size) {
+      const W w = detail::bits_of<W>(s + sizeof(W) * i);
+      for (int pe = first; pe < last; ++pe)
+        if (is_reachable(ctx, pe))
+          detail::unicast_red_word<Op, T>(ptr(ctx, d, pe) + sizeof(W) * i, w);
+    }
+  }
+  Group::sync();
+}
+
+}  // namespace tmashmem
