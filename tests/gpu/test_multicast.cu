@@ -22,7 +22,7 @@ using tmashmem::McReduce;
 
 namespace {
 
-constexpr size_t kGuard = 64;      // guard bytes before and after each destination
+constexpr size_t kGuard = 64;  // guard bytes before and after each destination
 constexpr uint8_t kGuardByte = 0xA5;
 
 // ---- values and the CPU reference ----------------------------------------------------
@@ -79,8 +79,9 @@ T combine(T a, T b) {
     return a;
   } else {
     const double x = as_double(a), y = as_double(b);
-    return from_double<T>(Op == McReduce::Add ? x + y : Op == McReduce::Min ? (y < x ? y : x)
-                                                                            : (x < y ? y : x));
+    return from_double<T>(Op == McReduce::Add   ? x + y
+                          : Op == McReduce::Min ? (y < x ? y : x)
+                                                : (x < y ? y : x));
   }
 }
 
@@ -110,8 +111,8 @@ __device__ void group_range(size_t* first_group, size_t* group_count) {
 enum class Call { Store, LdReduce, Red };
 
 template <Call C, McReduce Op, class T, Coop G, McOrder O>
-__global__ void multicast_kernel(const __grid_constant__ tmashmem_ctx_t ctx, T* dest,
-                                 const T* src, size_t count, size_t chunk) {
+__global__ void multicast_kernel(const __grid_constant__ tmashmem_ctx_t ctx, T* dest, const T* src,
+                                 size_t count, size_t chunk) {
   size_t g = 0, groups = 0;
   group_range<G>(&g, &groups);
   for (size_t c = g; c * chunk < count; c += groups) {
@@ -160,7 +161,7 @@ bool run_case(const FallbackSession& s, const char* name, size_t shift_elements,
   // An even count (16-bit floats go in pairs), different every run.
   const size_t count = 2000 + 2 * (mix64(run_seed() ^ round) % 700);
   const size_t bytes = count * sizeof(T);
-  const size_t shift = shift_elements * sizeof(T);  // 0: 16-byte aligned; else not
+  const size_t shift = shift_elements * sizeof(T);   // 0: 16-byte aligned; else not
   const size_t region = 2 * kGuard + shift + bytes;  // guard | shift | data | guard
   const size_t chunk = G == Coop::Thread ? 24 : G == Coop::Warp ? 256 : 1024;
   const uint64_t purpose = 0x4d43 + uint64_t(C) * 64 + uint64_t(Op) * 8 + uint64_t(G) + round * 512;
@@ -178,8 +179,10 @@ bool run_case(const FallbackSession& s, const char* name, size_t shift_elements,
   ok &= GPU_TEST_CUDA(cudaMalloc(&src_dev, bytes + 16));
   const tmashmem_ctx_t ctx = s.ctx();
   if (ctx.mc_base != 0) {
-    std::printf("[PE %d] %s: the context carries a multicast address; this test runs only the "
-                "fallback (TMASHMEM_MULTICAST=off)\n", me, name);
+    std::printf(
+        "[PE %d] %s: the context carries a multicast address; this test runs only the "
+        "fallback (TMASHMEM_MULTICAST=off)\n",
+        me, name);
     ok = false;
   }
 
@@ -243,8 +246,10 @@ bool run_case(const FallbackSession& s, const char* name, size_t shift_elements,
     }
   }
   if (bad || guards)
-    std::printf("[PE %d] %s (shift %zu, %zu elements): %zu wrong elements, %zu guard bytes "
-                "changed\n", me, name, shift_elements, count, bad, guards);
+    std::printf(
+        "[PE %d] %s (shift %zu, %zu elements): %zu wrong elements, %zu guard bytes "
+        "changed\n",
+        me, name, shift_elements, count, bad, guards);
   ok &= bad == 0 && guards == 0;
   ok &= sync_and_barrier();  // nobody frees while another PE still reads
   cudaFree(local);
@@ -277,13 +282,16 @@ TEST_CASE("multicast_store through the fallback: every PE's segment on every PE"
     return;
   }
   constexpr McReduce kAny = McReduce::Add;
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Thread>(s, "store u32 thread", 1)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Warp>(s, "store u32 warp", 3)));
+  CHECK(all_ranks(
+      both_alignments<Call::Store, kAny, uint32_t, Coop::Thread>(s, "store u32 thread", 1)));
+  CHECK(
+      all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Warp>(s, "store u32 warp", 3)));
   CHECK(all_ranks(both_alignments<Call::Store, kAny, uint64_t, Coop::Block, McOrder::Release>(
       s, "store u64 block release", 5)));
   CHECK(all_ranks(both_alignments<Call::Store, kAny, __half, Coop::Warp, McOrder::Release>(
       s, "store f16 warp release", 7)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, double, Coop::Block>(s, "store f64 block", 9)));
+  CHECK(
+      all_ranks(both_alignments<Call::Store, kAny, double, Coop::Block>(s, "store f64 block", 9)));
 }
 
 TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE's copy") {
@@ -293,17 +301,30 @@ TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE
     tmashmem_test::mark_skipped("needs every PE load/store reachable");
     return;
   }
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint32_t, Coop::Block>(s, "ld_reduce add u32 block", 11)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint64_t, Coop::Warp>(s, "ld_reduce add u64 warp", 13)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, int64_t, Coop::Thread>(s, "ld_reduce min s64 thread", 15)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, int32_t, Coop::Block, McOrder::Acquire>(s, "ld_reduce max s32 block acquire", 17)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Xor, uint32_t, Coop::Warp>(s, "ld_reduce xor b32 warp", 19)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::And, uint64_t, Coop::Block>(s, "ld_reduce and b64 block", 21)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, float, Coop::Block, McOrder::Acquire>(s, "ld_reduce add f32 block acquire", 23)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, double, Coop::Thread>(s, "ld_reduce add f64 thread", 25)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, __half, Coop::Warp>(s, "ld_reduce add f16 warp", 27)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, __nv_bfloat16, Coop::Block>(s, "ld_reduce max bf16 block", 29)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, __half, Coop::Thread>(s, "ld_reduce min f16 thread", 31)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint32_t, Coop::Block>(
+      s, "ld_reduce add u32 block", 11)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint64_t, Coop::Warp>(
+      s, "ld_reduce add u64 warp", 13)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, int64_t, Coop::Thread>(
+      s, "ld_reduce min s64 thread", 15)));
+  CHECK(all_ranks(
+      both_alignments<Call::LdReduce, McReduce::Max, int32_t, Coop::Block, McOrder::Acquire>(
+          s, "ld_reduce max s32 block acquire", 17)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Xor, uint32_t, Coop::Warp>(
+      s, "ld_reduce xor b32 warp", 19)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::And, uint64_t, Coop::Block>(
+      s, "ld_reduce and b64 block", 21)));
+  CHECK(all_ranks(
+      both_alignments<Call::LdReduce, McReduce::Add, float, Coop::Block, McOrder::Acquire>(
+          s, "ld_reduce add f32 block acquire", 23)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, double, Coop::Thread>(
+      s, "ld_reduce add f64 thread", 25)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, __half, Coop::Warp>(
+      s, "ld_reduce add f16 warp", 27)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, __nv_bfloat16, Coop::Block>(
+      s, "ld_reduce max bf16 block", 29)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, __half, Coop::Thread>(
+      s, "ld_reduce min f16 thread", 31)));
 }
 
 TEST_CASE("multicast_red through the fallback: every PE's contribution lands on every PE") {
@@ -313,14 +334,25 @@ TEST_CASE("multicast_red through the fallback: every PE's contribution lands on 
     tmashmem_test::mark_skipped("needs every PE load/store reachable");
     return;
   }
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, uint64_t, Coop::Block>(s, "red add u64 block", 41)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, int32_t, Coop::Thread, McOrder::Release>(s, "red add s32 thread release", 43)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Min, uint32_t, Coop::Warp>(s, "red min u32 warp", 45)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Max, int64_t, Coop::Block>(s, "red max s64 block", 47)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Or, uint64_t, Coop::Thread>(s, "red or b64 thread", 49)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Xor, uint32_t, Coop::Block>(s, "red xor b32 block", 51)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, float, Coop::Block, McOrder::Release>(s, "red add f32 block release", 53)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, double, Coop::Warp>(s, "red add f64 warp", 55)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __nv_bfloat16, Coop::Warp>(s, "red add bf16 warp", 57)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, uint64_t, Coop::Block>(
+      s, "red add u64 block", 41)));
+  CHECK(
+      all_ranks(both_alignments<Call::Red, McReduce::Add, int32_t, Coop::Thread, McOrder::Release>(
+          s, "red add s32 thread release", 43)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Min, uint32_t, Coop::Warp>(s, "red min u32 warp", 45)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Max, int64_t, Coop::Block>(s, "red max s64 block", 47)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Or, uint64_t, Coop::Thread>(
+      s, "red or b64 thread", 49)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Xor, uint32_t, Coop::Block>(
+      s, "red xor b32 block", 51)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, float, Coop::Block, McOrder::Release>(
+      s, "red add f32 block release", 53)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Add, double, Coop::Warp>(s, "red add f64 warp", 55)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __nv_bfloat16, Coop::Warp>(
+      s, "red add bf16 warp", 57)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
 }

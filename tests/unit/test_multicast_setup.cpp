@@ -3,6 +3,12 @@
 // order, every failure point unwinding and falling back, and the gate: with any condition
 // that stops multicast, the driver sees no multicast call at all (docs/design.md,
 // decision 7; docs/multicast.md).
+//
+// tools/run-tests.sh exports the kill switches (TMASHMEM_MULTICAST=off, NCCL_NVLS_ENABLE=0,
+// ...), as every run on a lent machine must. Each case here clears them for its own scope
+// and sets only what it tests: safe, because only the emulated driver is installed in this
+// program (EmulatedRuntime installs it before every init, and each case checks that the
+// runtime's driver table is the emulator's); no real GPU is ever asked for multicast.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +18,7 @@
 
 #include "common/catch.h"
 #include "common/test_util.h"
+#include "runtime/driver.h"
 #include "runtime/runtime.h"
 #include "runtime_fixture.h"
 
@@ -72,6 +79,16 @@ std::string bind_line(const char* call, uint64_t offset, uint64_t bytes) {
   return std::string(call) + " offset=" + std::to_string(offset) + " size=" + std::to_string(bytes);
 }
 
+// The four variables the gate reads from the environment, cleared for one scope.
+struct ClearedMulticastEnv {
+  EnvGuard setting{"TMASHMEM_MULTICAST", nullptr};
+  EnvGuard nvshmem{"NVSHMEM_DISABLE_NVLS", nullptr};
+  EnvGuard nccl{"NCCL_NVLS_ENABLE", nullptr};
+  EnvGuard torch{"TORCH_SYMM_MEM_DISABLE_MULTICAST", nullptr};
+};
+
+bool on_emulator() { return std::string(tmashmem::driver().origin) == emu::kOrigin; }
+
 tmashmem_ctx_t device_ctx() {
   tmashmem_ctx_t ctx;
   std::memset(&ctx, 0, sizeof ctx);
@@ -111,8 +128,9 @@ bool nothing_left() {
 }  // namespace
 
 TEST_CASE("multicast: setup in order, chunks bound at their heap offsets as the heap grows") {
+  ClearedMulticastEnv cleared;
   EmulatedRuntime rt(multicast_options(), small_heap_attr(size_t(128) << 20));
-  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS && on_emulator()));
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
   tmashmem_ctx_t ctx = device_ctx();
   CHECK(ctx.version == TMASHMEM_CTX_VERSION);
@@ -175,9 +193,10 @@ TEST_CASE("multicast: setup in order, chunks bound at their heap offsets as the 
 }
 
 TEST_CASE("multicast: teardown unmaps, unbinds each bind exactly, frees the VA, then releases") {
+  ClearedMulticastEnv cleared;
   {
     EmulatedRuntime rt(multicast_options());
-    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS && on_emulator()));
     void* p = tmashmem_malloc(size_t(5) << 20);  // a second chunk
     REQUIRE(all_ranks(p != nullptr));
     REQUIRE(tmashmem_finalize() == TMASHMEM_SUCCESS);
@@ -207,6 +226,7 @@ TEST_CASE("multicast: teardown unmaps, unbinds each bind exactly, frees the VA, 
 }
 
 TEST_CASE("multicast: a failure at any setup step unwinds everywhere and falls back to unicast") {
+  ClearedMulticastEnv cleared;
   const int n = mpi_size(), last = n - 1;
   struct Case {
     emu::MulticastStep step;
@@ -263,6 +283,7 @@ TEST_CASE("multicast: a failure at any setup step unwinds everywhere and falls b
 }
 
 TEST_CASE("multicast: a bind failing when the heap grows later fails that growth only") {
+  ClearedMulticastEnv cleared;
   const int last = mpi_size() - 1;
   emu::Options o = multicast_options();
   if (mpi_rank() == last) {
@@ -290,6 +311,7 @@ TEST_CASE("multicast: a bind failing when the heap grows later fails that growth
 }
 
 TEST_CASE("multicast: the gate: any condition that stops it means no multicast call at all") {
+  ClearedMulticastEnv cleared;
   const int me = mpi_rank(), n = mpi_size(), last = n - 1;
   struct Case {
     const char* name;
@@ -363,6 +385,7 @@ TEST_CASE("multicast: the gate: any condition that stops it means no multicast c
 }
 
 TEST_CASE("multicast: TMASHMEM_MULTICAST=on makes its absence an init error naming the condition") {
+  ClearedMulticastEnv cleared;
   EnvGuard on("TMASHMEM_MULTICAST", "on");
   {
     emu::Options o = multicast_options();
@@ -401,6 +424,7 @@ TEST_CASE("multicast: TMASHMEM_MULTICAST=on makes its absence an init error nami
 }
 
 TEST_CASE("multicast: a chunk size that is not a multiple of the bind granularity") {
+  ClearedMulticastEnv cleared;
   emu::Options o = multicast_options();
   o.multicast_granularity = size_t(4) << 20;  // the heap's chunk is 2 MiB
   o.multicast_recommended_granularity = size_t(8) << 20;
@@ -426,6 +450,7 @@ TEST_CASE("multicast: a chunk size that is not a multiple of the bind granularit
 }
 
 TEST_CASE("multicast: fabric handles share the multicast object through the bootstrap") {
+  ClearedMulticastEnv cleared;
   emu::Options o = multicast_options();
   o.fabric_supported = true;
   o.fabric_export_works = true;
