@@ -26,13 +26,27 @@ tmashmem_status_t agree_step(Runtime& rt, tmashmem_status_t mine, const char* st
 }
 
 // What is wrong with this PE's node for multicast ("" when nothing): one GPU per PE and
-// every pair of its PEs load/store reachable. COLLECTIVE (all-gathers the GPU UUIDs).
-tmashmem_status_t node_problem(Runtime& rt, std::string* problem) {
+// every pair of its PEs load/store reachable; and whether this PE's GPU supports
+// multicast. COLLECTIVE (all-gathers the GPU UUIDs, also when a query failed here, so
+// that every PE reaches the agreement that follows).
+tmashmem_status_t query_node(Runtime& rt, std::string* problem, bool* supported) {
   Bootstrap& bs = *rt.bootstrap;
   CUuuid mine;
-  TMASHMEM_CU(cuDeviceGetUuid(&mine, rt.device));
+  std::memset(&mine, 0, sizeof mine);
+  int attribute = 0;
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  CUresult r = driver().cuDeviceGetUuid(&mine, rt.device);
+  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuDeviceGetUuid", __FILE__, __LINE__);
+  if (st == TMASHMEM_SUCCESS) {
+    r = driver().cuDeviceGetAttribute(&attribute, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
+                                      rt.device);
+    if (r != CUDA_SUCCESS)
+      st = cuda_error(r, "cuDeviceGetAttribute(MULTICAST_SUPPORTED)", __FILE__, __LINE__);
+  }
+  *supported = attribute == 1;
   std::vector<CUuuid> all(static_cast<size_t>(bs.size()));
   TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  TMASHMEM_TRY(st);
   problem->clear();
   for (int a = 0; a < rt.n_local_pes && problem->empty(); ++a) {
     if (!rt.reachable[static_cast<size_t>(a)])
@@ -53,12 +67,11 @@ tmashmem_status_t node_problem(Runtime& rt, std::string* problem) {
 tmashmem_status_t HeapMulticast::setup(Runtime& rt) {
   destroy();
   Bootstrap& bs = *rt.bootstrap;
-  int supported = 0;
-  TMASHMEM_CU(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, rt.device));
+  bool supported = false;
   std::string problem;
-  TMASHMEM_TRY(agree_step(rt, node_problem(rt, &problem), "checking the node's GPUs"));
-  MulticastVote vote = multicast_vote(rt.config, supported == 1,
-                                      driver().missing_multicast_entry() == nullptr, problem);
+  TMASHMEM_TRY(agree_step(rt, query_node(rt, &problem, &supported), "checking the node's GPUs"));
+  MulticastVote vote =
+      multicast_vote(rt.config, supported, driver().missing_multicast_entry() == nullptr, problem);
   std::vector<MulticastVote> votes(static_cast<size_t>(bs.size()));
   TMASHMEM_TRY(bs.allgather(&vote, votes.data(), sizeof vote));
   const MulticastDecision decision = decide_multicast(votes);
