@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -469,4 +470,29 @@ TEST_CASE("multicast: fabric handles share the multicast object through the boot
     tmashmem_free(x);
   }
   CHECK(all_ranks(nothing_left()));
+}
+
+TEST_CASE("multicast: failures injected through TMASHMEM_EMU_MULTICAST_FAIL") {
+  ClearedMulticastEnv cleared;
+  {
+    EnvGuard fail(emu::kEnvMulticastFail, "add_device:1");
+    {
+      EmulatedRuntime rt(multicast_options());
+      REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS && on_emulator()));
+      CHECK(device_ctx().mc_base == 0);
+      CHECK(contains(tmashmem::runtime().multicast.status(), "cuMulticastAddDevice"));
+      REQUIRE(tmashmem_finalize() == TMASHMEM_SUCCESS);
+    }
+    CHECK(all_ranks(nothing_left()));
+  }
+  {
+    EnvGuard fail(emu::kEnvMulticastFail, "bind:0");
+    CHECK_THROWS_AS(emu::install(multicast_options()), std::invalid_argument);
+    emu::uninstall();
+  }
+  {
+    EnvGuard fail(emu::kEnvMulticastFail, "unmap");
+    CHECK_THROWS_AS(emu::install(multicast_options()), std::invalid_argument);
+    emu::uninstall();
+  }
 }
