@@ -52,6 +52,10 @@
 #include <cstring>
 #include <type_traits>
 
+#ifdef TMASHMEM_DEVICE_DEBUG
+#include <cstdio>
+#endif
+
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/detail/multimem.cuh"
 #include "tmashmem/device/order.cuh"
@@ -368,10 +372,33 @@ __device__ __forceinline__ char* mc_address(const Ctx& ctx, const void* p) {
 }
 
 template <class T>
-__device__ __forceinline__ void check_multicast_args() {
+__device__ __forceinline__ void check_multicast_args(const Ctx& ctx, const void* symmetric,
+                                                     const void* local, size_t count,
+                                                     const char* what) {
   static_assert(kMulticastType<T>,
                 "multicast calls take uint32_t, int32_t, uint64_t, int64_t, float, double, __half "
                 "or __nv_bfloat16 elements");
+#ifdef TMASHMEM_DEVICE_DEBUG
+  // Debug builds check what the contract asks and trap naming the call.
+  const uintptr_t word = sizeof(McWord<T>);
+  const bool aligned =
+      ((reinterpret_cast<uintptr_t>(symmetric) | reinterpret_cast<uintptr_t>(local)) % word) == 0;
+  if (!aligned || (kHalfLike<T> && count % 2 != 0) || !in_heap(ctx, symmetric, count * sizeof(T))) {
+    printf(
+        "[tmashmem rank %d] %s: %llu elements at symmetric %p, local %p: addresses must be "
+        "%llu-byte aligned, 16-bit types come in pairs (even count), and the symmetric range "
+        "must lie in the heap (refresh the ctx after the heap grew)\n",
+        ctx.my_pe, what, static_cast<unsigned long long>(count), symmetric, local,
+        static_cast<unsigned long long>(word));
+    __trap();
+  }
+#else
+  (void)ctx;
+  (void)symmetric;
+  (void)local;
+  (void)count;
+  (void)what;
+#endif
 }
 
 }  // namespace detail
@@ -381,7 +408,7 @@ __device__ __forceinline__ void check_multicast_args() {
 template <class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T* src,
                                                 size_t count) {
-  detail::check_multicast_args<T>();
+  detail::check_multicast_args<T>(ctx, dest, src, count, "multicast_store");
   static_assert(O != McOrder::Acquire, "multicast_store is Relaxed or Release");
   using W = detail::McWord<T>;
   using Group = detail::CoopGroup<G>;
@@ -427,7 +454,7 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
 template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, const T* src,
                                                     size_t count) {
-  detail::check_multicast_args<T>();
+  detail::check_multicast_args<T>(ctx, src, dest, count, "multicast_ld_reduce");
   static_assert(detail::ld_reduce_exists<Op, T>(),
                 "the PTX ISA has no multimem.ld_reduce for this (op, type): add has no int64_t, "
                 "min/max no float/double, and/or/xor integers only");
@@ -489,7 +516,7 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
 /// local, dest symmetric; see the contract at the top). O: Relaxed or Release.
 template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* src, size_t count) {
-  detail::check_multicast_args<T>();
+  detail::check_multicast_args<T>(ctx, dest, src, count, "multicast_red");
   static_assert(detail::red_exists<Op, T>(),
                 "the PTX ISA has no multimem.red for this (op, type): floats are add only, add "
                 "has no int64_t, and/or/xor integers only");
