@@ -21,6 +21,7 @@ void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx) {
   ctx->peer_stride = rt.heap.stride();
   ctx->heap_size = rt.heap.backed_bytes();
   ctx->signal_pad = reinterpret_cast<uint64_t>(rt.signal_pad);
+  ctx->mc_base = rt.multicast.base();
   if (rt.one_gpu) ctx->flags |= TMASHMEM_CTX_FLAG_ONE_GPU;
 }
 

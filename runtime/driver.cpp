@@ -68,16 +68,19 @@ void load_libcuda() {
     g_load_status = TMASHMEM_ERROR_NO_DRIVER;
     return;
   }
-  auto resolve = [&](const char* name, void** slot) -> bool {
+  auto resolve_at = [&](const char* name, void** slot, int version) -> bool {
     CUresult r;
     if (v2) {
       CUdriverProcAddressQueryResult found;
-      r = v2(name, slot, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+      r = v2(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
       if (r == CUDA_SUCCESS && found != CU_GET_PROC_ADDRESS_SUCCESS) r = CUDA_ERROR_NOT_FOUND;
     } else {
-      r = v1(name, slot, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT);
+      r = v1(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT);
     }
     return r == CUDA_SUCCESS && *slot != nullptr;
+  };
+  auto resolve = [&](const char* name, void** slot) {
+    return resolve_at(name, slot, kDriverAbiVersion);
   };
 #define TMASHMEM_RESOLVE(name, ...)                                                           \
   if (!resolve(#name, reinterpret_cast<void**>(&g_libcuda.name))) {                           \
@@ -89,6 +92,12 @@ void load_libcuda() {
   }
   TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_RESOLVE)
 #undef TMASHMEM_RESOLVE
+  // Optional: a driver without them still loads; the multicast gate reports the gap.
+#define TMASHMEM_RESOLVE_OPTIONAL(name, ...)                                                    \
+  if (!resolve_at(#name, reinterpret_cast<void**>(&g_libcuda.name), kDriverMulticastAbiVersion)) \
+    g_libcuda.name = nullptr;
+  TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(TMASHMEM_RESOLVE_OPTIONAL)
+#undef TMASHMEM_RESOLVE_OPTIONAL
   g_libcuda.origin = "libcuda.so.1";
   CUresult r = g_libcuda.cuInit(0);
   if (r == CUDA_ERROR_NO_DEVICE) {

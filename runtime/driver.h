@@ -62,6 +62,22 @@ namespace tmashmem {
                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, \
                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill))
 
+// The multicast entry points (CUDA 12.1), resolved at kDriverMulticastAbiVersion when the
+// driver has them and left null otherwise (a missing one is a reason the multicast gate
+// gives, not a load failure). Only runtime/multicast.cpp calls them, and only after the
+// gate allowed multicast (docs/design.md, decision 7).
+#define TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(X)                                                  \
+  X(cuMulticastGetGranularity,                                                                 \
+    CUresult (*)(size_t*, const CUmulticastObjectProp*, CUmulticastGranularity_flags))         \
+  X(cuMulticastCreate, CUresult (*)(CUmemGenericAllocationHandle*, const CUmulticastObjectProp*)) \
+  X(cuMulticastAddDevice, CUresult (*)(CUmemGenericAllocationHandle, CUdevice))                \
+  X(cuMulticastBindMem, CUresult (*)(CUmemGenericAllocationHandle, size_t,                     \
+                                     CUmemGenericAllocationHandle, size_t, size_t,             \
+                                     unsigned long long))                                      \
+  X(cuMulticastUnbind, CUresult (*)(CUmemGenericAllocationHandle, CUdevice, size_t, size_t))
+
+constexpr int kDriverMulticastAbiVersion = 12010;
+
 // Note: cuda.h renames some entry points to versioned symbols (cuMemAlloc ->
 // cuMemAlloc_v2, ...). The macro argument is expanded in the member name but not in
 // the string given to cuGetProcAddress, which wants the base name; so the members
@@ -87,8 +103,18 @@ using DriverFn = T;  // lets a parenthesised function-pointer type precede a mem
 struct DriverApi {
 #define TMASHMEM_DRIVER_MEMBER(name, ...) DriverFn<__VA_ARGS__> name = nullptr;
   TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_DRIVER_MEMBER)
+  TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(TMASHMEM_DRIVER_MEMBER)
 #undef TMASHMEM_DRIVER_MEMBER
   const char* origin = "";  // "libcuda.so.1" or the name of an installed emulation
+
+  // The first multicast entry point the table lacks, or nullptr when it has them all.
+  const char* missing_multicast_entry() const {
+#define TMASHMEM_DRIVER_MISSING(name, ...) \
+  if (!name) return #name;
+    TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(TMASHMEM_DRIVER_MISSING)
+#undef TMASHMEM_DRIVER_MISSING
+    return nullptr;
+  }
 };
 
 // The table in use. Valid after a successful load_driver() (or install_driver()).

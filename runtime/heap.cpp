@@ -10,6 +10,7 @@
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/multicast.h"
 
 namespace tmashmem {
 namespace {
@@ -76,6 +77,8 @@ tmashmem_status_t SymmetricHeap::create(const HeapSetup& setup) {
 }
 
 void SymmetricHeap::destroy() {
+  if (multicast_) multicast_->destroy();  // unbinds before the memory is released
+  multicast_ = nullptr;
   for (auto it = chunks_.rbegin(); it != chunks_.rend(); ++it) release_chunk(&*it);
   chunks_.clear();
   if (base_) driver().cuMemAddressFree(base_, reserved_);
@@ -131,8 +134,13 @@ tmashmem_status_t SymmetricHeap::grow(size_t bytes) {
                                                          : share_posix_fd(&chunk, sequence);
     st = agree(st, "sharing the new memory with the node's PEs");
   }
+  if (st == TMASHMEM_SUCCESS && multicast_)
+    st = agree(multicast_->bind(chunk.slots[static_cast<size_t>(setup_.my_slot)].handle,
+                                chunk.offset, chunk.bytes),
+               "binding the new memory to the multicast object");
   if (st != TMASHMEM_SUCCESS) {
     std::string message = last_error();
+    if (multicast_) multicast_->unbind(chunk.offset);
     release_chunk(&chunk);
     return restore_error(st, message);
   }

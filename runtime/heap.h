@@ -21,6 +21,7 @@
 namespace tmashmem {
 
 class Bootstrap;
+class HeapMulticast;
 
 struct HeapSetup {
   Bootstrap* bootstrap = nullptr;
@@ -57,13 +58,17 @@ class SymmetricHeap {
   // All-or-nothing: on any PE's failure every PE returns the error and nothing new
   // stays mapped.
   tmashmem_status_t grow(size_t bytes);
-  // Unmaps and releases everything. Safe to call twice.
+  // Unmaps and releases everything (the attached multicast object first). Safe to call twice.
   void destroy();
+  // Growth binds every new chunk to `multicast` too (docs/multicast.md); null: none.
+  void attach_multicast(HeapMulticast* multicast) { multicast_ = multicast; }
 
   size_t granularity() const { return granularity_; }
   size_t max_bytes() const { return max_bytes_; }
   size_t backed_bytes() const { return backed_; }
   size_t stride() const { return stride_; }
+  size_t chunk_count() const { return chunks_.size(); }
+  size_t chunk_bytes() const { return chunk_bytes_; }
   CUdeviceptr my_base() const { return slot_base(setup_.my_slot); }
   CUdeviceptr slot_base(int slot) const { return base_ + static_cast<CUdeviceptr>(slot) * stride_; }
 
@@ -101,6 +106,7 @@ class SymmetricHeap {
   size_t backed_ = 0;
   uint32_t growth_sequence_ = 0;
   std::vector<Chunk> chunks_;
+  HeapMulticast* multicast_ = nullptr;
 };
 
 }  // namespace tmashmem

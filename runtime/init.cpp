@@ -230,6 +230,7 @@ tmashmem_status_t choose_handle_type(Runtime& rt, const std::vector<PeInfo>& all
 void teardown(Runtime& rt) {
   if (rt.context) driver().cuCtxSynchronize();
   release_tensor_tables();
+  rt.multicast.destroy();  // before the unicast memory it is bound to
   rt.heap.destroy();
   rt.allocator.reset(0);
   rt.channel.close();
@@ -315,12 +316,18 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   setup.my_slot = rt.my_slot;
   setup.reachable = rt.reachable;
   TMASHMEM_TRY(agree(rt.heap.create(setup), "reserving the heap window"));
+  // Gated (docs/design.md, decision 7); before the first growth, so every chunk is bound.
+  TMASHMEM_TRY(rt.multicast.setup(rt));
+  if (rt.multicast.active()) rt.heap.attach_multicast(&rt.multicast);
   rt.allocator.reset(rt.heap.max_bytes());
   rt.initialized = true;  // the collective allocation below needs it
 
   // The library's own symmetric region, zeroed on every PE before any PE uses it.
   st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, kHeapAlignment,
                        true, {}, &rt.signal_pad);
+  if (st != TMASHMEM_SUCCESS && rt.multicast.fall_back_after_first_growth(rt))
+    st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, kHeapAlignment,
+                         true, {}, &rt.signal_pad);
   if (st != TMASHMEM_SUCCESS) return st;
 
   if (rt.config.debug >= 1) {

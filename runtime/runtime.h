@@ -20,11 +20,12 @@
 #include "runtime/config.h"
 #include "runtime/fd_channel.h"
 #include "runtime/heap.h"
+#include "runtime/multicast.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
 
-// PEs of one node: reachability travels as one 64-bit mask (tmashmem_ctx_t.reachable_lo/hi,
+// PEs of one node: reachability travels as one 64-bit mask (tmashmem_ctx_t.reachable,
 // the tensor map table), one bit per local PE.
 constexpr int kMaxLocalPes = 64;
 // The alignment of every symmetric block unless a larger one is asked (tmashmem.h).
@@ -46,6 +47,7 @@ struct Runtime {
   uint64_t job_id = 0;
   CUmemAllocationHandleType handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   FdChannel channel;
+  HeapMulticast multicast;  // before heap: the heap's destructor may still reach it
   SymmetricHeap heap;
   OffsetAllocator allocator;
   void* signal_pad = nullptr;

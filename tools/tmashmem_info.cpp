@@ -46,7 +46,7 @@ void print_devices(const Config& config, bool all) {
     driver().cuDeviceTotalMem(&total, dev);
     int mc = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED);
     std::string why;
-    multicast_allowed(config, mc == 1, &why);
+    multicast_allowed(config, mc == 1, &why, driver().missing_multicast_entry() == nullptr);
     std::printf("  [%d] %s, sm_%d%d, %d SMs, %.1f GiB\n", d, name,
                 attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                 attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),

@@ -44,7 +44,8 @@ typedef struct tmashmem_ctx {
   uint64_t peer_stride; /* bytes between two consecutive PEs' windows */
   uint64_t heap_size;   /* bytes of the heap currently backed by memory on every rank */
   uint64_t signal_pad;  /* device address of this rank's signal pad (symmetric) */
-  uint64_t reserved[4];
+  uint64_t mc_base;     /* multicast address of heap offset 0 (docs/multicast.md); 0: none */
+  uint64_t reserved[3];
 } tmashmem_ctx_t;
 
 #ifdef __cplusplus

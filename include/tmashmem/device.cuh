@@ -15,6 +15,7 @@
 #include "tmashmem/device/barrier.cuh"
 #include "tmashmem/device/bulk.cuh"
 #include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/multicast.cuh"
 #include "tmashmem/device/order.cuh"
 #include "tmashmem/device/rma.cuh"
 #include "tmashmem/device/signal.cuh"

@@ -141,6 +141,12 @@ tmashmem_status_t tmashmem_free(void* ptr);
  * the heap. Not collective; thread-safe. */
 void* tmashmem_ptr(const void* ptr, int pe);
 
+/* Multicast address of `ptr` (an address in this PE's heap): a store there reaches
+ * every PE of the node (device multimem instructions only; see docs/multicast.md).
+ * NULL when multicast is not used (TMASHMEM_MULTICAST, the gate in docs/design.md,
+ * decision 7) or `ptr` is outside the backed heap. Not collective; thread-safe. */
+void* tmashmem_mc_ptr(const void* ptr);
+
 /* COLLECTIVE, host-side: all PEs reach it before any leaves (no device ordering). */
 tmashmem_status_t tmashmem_barrier_all(void);
 

@@ -1,5 +1,7 @@
 // CPU emulation of the driver table. Contracts and deliberate differences from libcuda are
 // listed in emulated_driver.h; comments here explain how the emulation keeps them.
+// One file past the usual size on purpose: every entry point works on the one State under
+// the one lock below, and splitting it would put that state in a header for no reader.
 #include "unit/emu/emulated_driver.h"
 
 #include <fcntl.h>
@@ -39,10 +41,41 @@ struct Allocation {
   unsigned handle_types = 0;  // CUmemAllocationHandleType bits it may be exported as
   bool handle_live = true;    // false once cuMemRelease'd; the memory lives on while mapped
   long map_count = 0;
+  long bind_count = 0;  // multicast binds of it (they keep it alive too)
+};
+
+// The part of a multicast object every process holding it shares: it lives in the
+// object's memfd, so cuMulticastAddDevice in one process is seen by binds in another.
+constexpr uint64_t kMulticastMagic = 0x544d5443554d5454ull;
+struct MulticastTeam {
+  uint64_t magic;
+  uint64_t size;
+  uint32_t num_devices;
+  uint32_t added;       // devices added so far (atomic)
+  uint64_t added_mask;  // bit d: device ordinal d was added (atomic)
+};
+
+struct McBind {
+  int device = -1;
+  size_t mc_offset = 0;
+  CUmemGenericAllocationHandle memory = 0;
+  size_t mem_offset = 0;
+  size_t bytes = 0;
+};
+
+struct Multicast {
+  int fd = -1;  // the team memfd; exported as the POSIX handle
+  MulticastTeam* team = nullptr;
+  size_t team_bytes = 0;
+  unsigned handle_types = 0;
+  bool handle_live = true;
+  long map_count = 0;
+  std::vector<McBind> binds;  // this process's binds
 };
 
 struct Mapping {
   size_t bytes = 0;
+  bool multicast = false;                           // handle is a Multicast, not an Allocation
   CUmemGenericAllocationHandle handle = 0;          // key of the Allocation it maps
   std::array<unsigned char, kMaxDevices> access{};  // CUmemAccess_flags per device
   int prot = PROT_NONE;
@@ -64,12 +97,17 @@ struct State {
   std::map<uintptr_t, Buffer> buffers;       // cuMemAlloc start -> buffer
   std::array<long, kMaxDevices> ctx_refs{};
   std::array<size_t, kMaxDevices> used_bytes{};  // device budget in use
+  std::map<CUmemGenericAllocationHandle, Multicast> multicasts;
+  std::map<uintptr_t, bool> multicast_windows;  // reservations that held a multicast mapping
+  std::array<int, 16> multicast_step_calls{};   // by MulticastStep, for injected failures
+  std::vector<std::string> multicast_log;
 };
 
 // One mutex around everything: the runtime may call the driver from several threads, and
 // the emulator's maps are not worth finer locking.
 std::mutex g_mutex;
 State* g_state = nullptr;
+long g_multicast_calls = 0;  // under g_mutex; reset by install()
 uint64_t g_generation = 0;
 DriverApi g_table;
 
@@ -89,6 +127,7 @@ constexpr unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 
                                        CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT |
                                        CU_MEM_HANDLE_TYPE_FABRIC;
 constexpr const char* kMemfdPrefix = "tmashmem-emu-dev";
+constexpr const char* kMulticastMemfdName = "tmashmem-emu-multicast";
 
 bool valid_device(const State& s, int device) {
   return device >= 0 && device < s.options.device_count;
@@ -131,7 +170,7 @@ void maybe_destroy(State& s, CUmemGenericAllocationHandle handle) {
   auto it = s.allocations.find(handle);
   if (it == s.allocations.end()) return;
   Allocation& a = it->second;
-  if (a.handle_live || a.map_count > 0) return;
+  if (a.handle_live || a.map_count > 0 || a.bind_count > 0) return;
   if (a.fd >= 0) ::close(a.fd);
   if (a.created && valid_device(s, a.device))
     s.used_bytes[static_cast<size_t>(a.device)] -= a.bytes;
@@ -143,6 +182,71 @@ Allocation* live_allocation(State& s, CUmemGenericAllocationHandle handle) {
   if (it == s.allocations.end() || !it->second.handle_live) return nullptr;
   return &it->second;
 }
+
+// -- Multicast bookkeeping
+
+Multicast* find_multicast(State& s, CUmemGenericAllocationHandle handle) {
+  auto it = s.multicasts.find(handle);
+  return it == s.multicasts.end() ? nullptr : &it->second;
+}
+
+Multicast* live_multicast(State& s, CUmemGenericAllocationHandle handle) {
+  Multicast* m = find_multicast(s, handle);
+  return m && m->handle_live ? m : nullptr;
+}
+
+// True when the injected failure is due at this call of `step`.
+bool inject(State& s, MulticastStep step) {
+  int& calls = s.multicast_step_calls[static_cast<size_t>(step)];
+  ++calls;
+  return s.options.multicast_fail == step && calls == s.options.multicast_fail_call;
+}
+
+void log_multicast(State& s, const std::string& line) { s.multicast_log.push_back(line); }
+
+void maybe_destroy_multicast(State& s, CUmemGenericAllocationHandle handle) {
+  auto it = s.multicasts.find(handle);
+  if (it == s.multicasts.end()) return;
+  Multicast& m = it->second;
+  if (m.handle_live || m.map_count > 0 || !m.binds.empty()) return;
+  if (m.team) ::munmap(m.team, m.team_bytes);
+  if (m.fd >= 0) ::close(m.fd);
+  s.multicasts.erase(it);
+}
+
+// Registers a team memfd (ours now) as a multicast handle.
+CUresult adopt_multicast_fd(State& s, int fd, unsigned types, CUmemGenericAllocationHandle* out) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(MulticastTeam))) {
+    ::close(fd);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   fd, 0);
+  if (p == MAP_FAILED) {
+    ::close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  Multicast m;
+  m.fd = fd;
+  m.team = static_cast<MulticastTeam*>(p);
+  m.team_bytes = static_cast<size_t>(st.st_size);
+  m.handle_types = types;
+  if (m.team->magic != kMulticastMagic) {
+    ::munmap(p, m.team_bytes);
+    ::close(fd);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUmemGenericAllocationHandle handle = ++s.next_handle;
+  s.multicasts.emplace(handle, m);
+  *out = handle;
+  return CUDA_SUCCESS;
+}
+
+// The multicast mappings of `handle` show this process's bound memory at each bound range
+// (the documented simplification: no store reaches another process) and stay PROT_NONE
+// reserved space elsewhere. Called after every change of binds, mappings or access.
+void refresh_multicast_views(State& s, CUmemGenericAllocationHandle handle);
 
 // The mappings that tile [ptr, ptr + bytes) exactly: the first starts at ptr, each next one
 // starts where the previous ended, the last ends at ptr + bytes. cuMemSetAccess and
@@ -202,6 +306,36 @@ bool reserve_fixed(uintptr_t ptr, size_t bytes) {
   return p != MAP_FAILED;
 }
 
+void refresh_multicast_views(State& s, CUmemGenericAllocationHandle handle) {
+  Multicast* mc = find_multicast(s, handle);
+  for (auto& entry : s.mappings) {
+    const Mapping& m = entry.second;
+    if (!m.multicast || m.handle != handle) continue;
+    reserve_fixed(entry.first, m.bytes);
+    if (!mc) continue;
+    const int prot = prot_of(m);
+    for (const McBind& b : mc->binds) {
+      if (b.mc_offset >= m.bytes) continue;
+      auto a = s.allocations.find(b.memory);
+      if (a == s.allocations.end() || a->second.fd < 0) continue;
+      const size_t bytes = b.bytes < m.bytes - b.mc_offset ? b.bytes : m.bytes - b.mc_offset;
+      ::mmap(reinterpret_cast<void*>(entry.first + b.mc_offset), bytes, prot,
+             MAP_SHARED | MAP_FIXED, a->second.fd, static_cast<off_t>(b.mem_offset));
+    }
+  }
+}
+
+// True for the team memfd of an emulated multicast object.
+bool is_multicast_fd(int fd) {
+  char link[64], target[256];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = ::readlink(link, target, sizeof target - 1);
+  if (n <= 0) return false;
+  target[n] = '\0';
+  std::string expected = std::string("/memfd:") + kMulticastMemfdName;
+  return std::strncmp(target, expected.c_str(), expected.size()) == 0;
+}
+
 // The creating device recorded in the name of an emulator memfd ("/memfd:<prefix><N>"), so
 // an importer in another process knows where the memory lives. False for any other fd.
 bool memfd_device(int fd, int* device) {
@@ -247,12 +381,20 @@ CUresult adopt_imported_fd(State& s, int fd, unsigned type, CUmemGenericAllocati
   if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED; \
   State& s = *g_state
 
+// EMU_ENTER for a call that counts in Counts::multicast_calls (counted even when it fails).
+#define EMU_ENTER_MULTICAST()                                               \
+  std::lock_guard<std::mutex> emu_lock_(g_mutex);                           \
+  ++g_multicast_calls;                                                      \
+  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED; \
+  State& s = *g_state
+
 // ---------------------------------------------------------------------------------------
 // Entry points. Declared from the table's own signatures: a table entry without an emu_
 // function, or with a different signature, does not build.
 
 #define TMASHMEM_EMU_DECLARE(name, sig) std::remove_pointer_t<sig> emu_##name;
 TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_EMU_DECLARE)
+TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(TMASHMEM_EMU_DECLARE)
 #undef TMASHMEM_EMU_DECLARE
 
 // -- Initialization and errors
@@ -647,9 +789,21 @@ CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
 }
 
 CUresult emu_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  EMU_ENTER();
+  std::lock_guard<std::mutex> emu_lock_(g_mutex);
+  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  State& s = *g_state;
+  if (find_multicast(s, handle)) {
+    ++g_multicast_calls;
+    Multicast* mc = live_multicast(s, handle);
+    if (!mc) return CUDA_ERROR_INVALID_VALUE;
+    mc->handle_live = false;
+    log_multicast(s, "cuMemRelease(multicast)");
+    maybe_destroy_multicast(s, handle);
+    return CUDA_SUCCESS;
+  }
   Allocation* a = live_allocation(s, handle);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
+  if (a->bind_count > 0) log_multicast(s, "cuMemRelease(bound memory)");
   a->handle_live = false;
   maybe_destroy(s, handle);
   return CUDA_SUCCESS;
@@ -658,7 +812,39 @@ CUresult emu_cuMemRelease(CUmemGenericAllocationHandle handle) {
 CUresult emu_cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
                                           CUmemAllocationHandleType type,
                                           unsigned long long flags) {
-  EMU_ENTER();
+  std::lock_guard<std::mutex> emu_lock_(g_mutex);
+  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  State& s = *g_state;
+  if (find_multicast(s, handle)) {
+    ++g_multicast_calls;
+    Multicast* mc = live_multicast(s, handle);
+    if (!shareable || flags != 0 || !mc) return CUDA_ERROR_INVALID_VALUE;
+    if (inject(s, MulticastStep::Export)) return CUDA_ERROR_NOT_PERMITTED;
+    if (!(mc->handle_types & static_cast<unsigned>(type))) return CUDA_ERROR_NOT_SUPPORTED;
+    if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+      int fd = ::fcntl(mc->fd, F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
+      *static_cast<int*>(shareable) = fd;
+    } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+      struct stat st;
+      if (::fstat(mc->fd, &st) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
+      FabricHandleLayout f;
+      std::memset(&f, 0, sizeof f);
+      f.magic = kFabricMagic;
+      f.pid = static_cast<int32_t>(::getpid());
+      f.fd = mc->fd;
+      f.inode = static_cast<uint64_t>(st.st_ino);
+      f.bytes = mc->team_bytes;
+      f.device = -1;
+      std::memcpy(shareable, &f, sizeof f);
+    } else {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    log_multicast(s, type == CU_MEM_HANDLE_TYPE_FABRIC
+                         ? "cuMemExportToShareableHandle(multicast, fabric)"
+                         : "cuMemExportToShareableHandle(multicast, posix fd)");
+    return CUDA_SUCCESS;
+  }
   if (!shareable || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Allocation* a = live_allocation(s, handle);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
@@ -692,6 +878,21 @@ CUresult emu_cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocatio
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+// The import of a multicast object's handle (counted, injectable, logged).
+CUresult import_multicast(State& s, int fd, unsigned type, CUmemGenericAllocationHandle* out) {
+  ++g_multicast_calls;
+  if (inject(s, MulticastStep::Import)) {
+    ::close(fd);
+    return CUDA_ERROR_NOT_PERMITTED;
+  }
+  CUresult r = adopt_multicast_fd(s, fd, type, out);
+  if (r == CUDA_SUCCESS)
+    log_multicast(s, type == CU_MEM_HANDLE_TYPE_FABRIC
+                         ? "cuMemImportFromShareableHandle(multicast, fabric)"
+                         : "cuMemImportFromShareableHandle(multicast, posix fd)");
+  return r;
+}
+
 CUresult emu_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* os_handle,
                                             CUmemAllocationHandleType type) {
   EMU_ENTER();
@@ -701,6 +902,8 @@ CUresult emu_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle
     // Duplicated: the caller may close its fd right after the import.
     int fd = ::fcntl(static_cast<int>(reinterpret_cast<intptr_t>(os_handle)), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+    if (is_multicast_fd(fd))
+      return import_multicast(s, fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, handle);
     return adopt_imported_fd(s, fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, handle);
   }
   if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
@@ -719,6 +922,7 @@ CUresult emu_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle
       ::close(fd);
       return CUDA_ERROR_INVALID_VALUE;
     }
+    if (is_multicast_fd(fd)) return import_multicast(s, fd, CU_MEM_HANDLE_TYPE_FABRIC, handle);
     return adopt_imported_fd(s, fd, CU_MEM_HANDLE_TYPE_FABRIC, handle);
   }
   return CUDA_ERROR_NOT_SUPPORTED;
@@ -766,32 +970,68 @@ CUresult emu_cuMemAddressFree(CUdeviceptr ptr, size_t bytes) {
   if (m != s.mappings.end() && m->first < ptr + bytes) return CUDA_ERROR_INVALID_VALUE;
   ::munmap(reinterpret_cast<void*>(ptr), bytes);
   s.reservations.erase(it);
+  if (s.multicast_windows.erase(ptr)) {
+    ++g_multicast_calls;
+    log_multicast(s, "cuMemAddressFree(multicast window)");
+  }
+  return CUDA_SUCCESS;
+}
+
+// Start of the reservation that holds [ptr, ptr + bytes) with no mapping in that range;
+// 0 when there is none.
+uintptr_t free_reserved_range(const State& s, uintptr_t ptr, size_t bytes) {
+  if (ptr + bytes < ptr) return 0;
+  auto r = s.reservations.upper_bound(ptr);
+  if (r == s.reservations.begin()) return 0;
+  --r;
+  if (ptr < r->first || ptr + bytes > r->first + r->second) return 0;
+  // Not overlapping a mapping: the one starting at or after ptr must start at or after the
+  // end, and the one before must end at or before ptr.
+  auto next = s.mappings.lower_bound(ptr);
+  if (next != s.mappings.end() && next->first < ptr + bytes) return 0;
+  if (next != s.mappings.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second.bytes > ptr) return 0;
+  }
+  return r->first;
+}
+
+// cuMemMap of a multicast handle: the whole object from offset 0 (the driver's rule), at
+// multicast granularity; the range shows this process's binds (refresh_multicast_views).
+CUresult map_multicast(State& s, CUdeviceptr ptr, size_t bytes, size_t offset,
+                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  ++g_multicast_calls;
+  Multicast* mc = live_multicast(s, handle);
+  const size_t g = s.options.multicast_granularity;
+  if (!mc || flags != 0 || offset != 0 || bytes == 0 || ptr % g != 0 || bytes % g != 0 ||
+      bytes > mc->team->size)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (inject(s, MulticastStep::Map)) return CUDA_ERROR_NOT_PERMITTED;
+  const uintptr_t reservation = free_reserved_range(s, ptr, bytes);
+  if (reservation == 0) return CUDA_ERROR_INVALID_VALUE;
+  Mapping m;
+  m.bytes = bytes;
+  m.multicast = true;
+  m.handle = handle;
+  s.mappings.emplace(ptr, m);
+  ++mc->map_count;
+  s.multicast_windows[reservation] = true;
+  refresh_multicast_views(s, handle);
+  log_multicast(s, "cuMemMap(multicast) size=" + std::to_string(bytes));
   return CUDA_SUCCESS;
 }
 
 CUresult emu_cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset,
                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
   EMU_ENTER();
+  if (find_multicast(s, handle)) return map_multicast(s, ptr, bytes, offset, handle, flags);
   const size_t g = s.options.granularity;
   if (flags != 0 || bytes == 0 || ptr % g != 0 || bytes % g != 0 || offset % g != 0)
     return CUDA_ERROR_INVALID_VALUE;
   Allocation* a = live_allocation(s, handle);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   if (offset > a->bytes || bytes > a->bytes - offset) return CUDA_ERROR_INVALID_VALUE;
-  if (ptr + bytes < ptr) return CUDA_ERROR_INVALID_VALUE;
-  // Inside one reservation.
-  auto r = s.reservations.upper_bound(ptr);
-  if (r == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
-  --r;
-  if (ptr < r->first || ptr + bytes > r->first + r->second) return CUDA_ERROR_INVALID_VALUE;
-  // Not overlapping a mapping: the one starting at or after ptr must start at or after the
-  // end, and the one before must end at or before ptr.
-  auto next = s.mappings.lower_bound(ptr);
-  if (next != s.mappings.end() && next->first < ptr + bytes) return CUDA_ERROR_INVALID_VALUE;
-  if (next != s.mappings.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second.bytes > ptr) return CUDA_ERROR_INVALID_VALUE;
-  }
+  if (free_reserved_range(s, ptr, bytes) == 0) return CUDA_ERROR_INVALID_VALUE;
   void* p = ::mmap(reinterpret_cast<void*>(ptr), bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, a->fd,
                    static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
@@ -814,6 +1054,14 @@ CUresult emu_cuMemUnmap(CUdeviceptr ptr, size_t bytes) {
     // Back to PROT_NONE reserved space, so the reservation stays ours until freed.
     reserve_fixed(it->first, it->second.bytes);
     CUmemGenericAllocationHandle h = it->second.handle;
+    if (it->second.multicast) {
+      ++g_multicast_calls;
+      s.mappings.erase(it);
+      if (Multicast* mc = find_multicast(s, h)) --mc->map_count;
+      log_multicast(s, "cuMemUnmap(multicast)");
+      maybe_destroy_multicast(s, h);
+      continue;
+    }
     s.mappings.erase(it);
     auto a = s.allocations.find(h);
     if (a != s.allocations.end()) --a->second.map_count;
@@ -847,16 +1095,180 @@ CUresult emu_cuMemSetAccess(CUdeviceptr ptr, size_t bytes, const CUmemAccessDesc
     }
   }
   for (auto it : covered) {
+    if (!it->second.multicast) continue;
+    ++g_multicast_calls;
+    if (inject(s, MulticastStep::SetAccess)) return CUDA_ERROR_NOT_PERMITTED;
+  }
+  for (auto it : covered) {
     Mapping& m = it->second;
     for (size_t i = 0; i < count; ++i)
       m.access[static_cast<size_t>(desc[i].location.id)] =
           static_cast<unsigned char>(desc[i].flags);
+    if (m.multicast) {
+      // m.prot stays PROT_NONE: copies and memsets through a multicast address are refused.
+      refresh_multicast_views(s, m.handle);
+      log_multicast(s, "cuMemSetAccess(multicast)");
+      continue;
+    }
     int prot = prot_of(m);
     if (::mprotect(reinterpret_cast<void*>(it->first), m.bytes, prot) != 0)
       return CUDA_ERROR_OPERATING_SYSTEM;
     m.prot = prot;
   }
   return CUDA_SUCCESS;
+}
+
+// -- Multicast objects (see the header)
+
+CUresult check_multicast_prop(const State& s, const CUmulticastObjectProp* prop) {
+  if (!prop || prop->flags != 0 || prop->numDevices == 0 || prop->numDevices > kMaxDevices)
+    return CUDA_ERROR_INVALID_VALUE;
+  const auto types = static_cast<unsigned>(prop->handleTypes);
+  if ((types & ~kKnownHandleTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!s.options.multicast_supported) return CUDA_ERROR_NOT_SUPPORTED;
+  if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !s.options.posix_fd_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !s.options.fabric_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
+                                       CUmulticastGranularity_flags option) {
+  EMU_ENTER_MULTICAST();
+  if (inject(s, MulticastStep::Granularity)) return CUDA_ERROR_NOT_PERMITTED;
+  if (!granularity) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_multicast_prop(s, prop);
+  if (r != CUDA_SUCCESS) return r;
+  if (option == CU_MULTICAST_GRANULARITY_MINIMUM)
+    *granularity = s.options.multicast_granularity;
+  else if (option == CU_MULTICAST_GRANULARITY_RECOMMENDED)
+    *granularity = s.options.multicast_recommended_granularity;
+  else
+    return CUDA_ERROR_INVALID_VALUE;
+  log_multicast(s, "cuMulticastGetGranularity");
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMulticastCreate(CUmemGenericAllocationHandle* handle,
+                               const CUmulticastObjectProp* prop) {
+  EMU_ENTER_MULTICAST();
+  if (inject(s, MulticastStep::Create)) return CUDA_ERROR_NOT_PERMITTED;
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_multicast_prop(s, prop);
+  if (r != CUDA_SUCCESS) return r;
+  if (prop->size == 0 || prop->size % s.options.multicast_granularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  int fd = ::memfd_create(kMulticastMemfdName, MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  const size_t bytes = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    ::close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    ::close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  auto* team = static_cast<MulticastTeam*>(p);
+  team->magic = kMulticastMagic;
+  team->size = prop->size;
+  team->num_devices = prop->numDevices;
+  Multicast m;
+  m.fd = fd;
+  m.team = team;
+  m.team_bytes = bytes;
+  m.handle_types = static_cast<unsigned>(prop->handleTypes);
+  CUmemGenericAllocationHandle h = ++s.next_handle;
+  s.multicasts.emplace(h, m);
+  *handle = h;
+  log_multicast(s, "cuMulticastCreate size=" + std::to_string(prop->size) +
+                       " devices=" + std::to_string(prop->numDevices));
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMulticastAddDevice(CUmemGenericAllocationHandle handle, CUdevice device) {
+  EMU_ENTER_MULTICAST();
+  if (inject(s, MulticastStep::AddDevice)) return CUDA_ERROR_NOT_PERMITTED;
+  Multicast* mc = live_multicast(s, handle);
+  if (!mc) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  const uint64_t bit = uint64_t(1) << device;
+  MulticastTeam* team = mc->team;
+  if (__atomic_fetch_or(&team->added_mask, bit, __ATOMIC_SEQ_CST) & bit)
+    return CUDA_ERROR_INVALID_VALUE;  // added twice
+  if (__atomic_add_fetch(&team->added, 1u, __ATOMIC_SEQ_CST) > team->num_devices) {
+    __atomic_sub_fetch(&team->added, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&team->added_mask, ~bit, __ATOMIC_SEQ_CST);
+    return CUDA_ERROR_INVALID_VALUE;  // more devices than numDevices
+  }
+  log_multicast(s, "cuMulticastAddDevice device=" + std::to_string(device));
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMulticastBindMem(CUmemGenericAllocationHandle handle, size_t mc_offset,
+                                CUmemGenericAllocationHandle memory, size_t mem_offset,
+                                size_t bytes, unsigned long long flags) {
+  EMU_ENTER_MULTICAST();
+  if (inject(s, MulticastStep::Bind)) return CUDA_ERROR_NOT_PERMITTED;
+  Multicast* mc = live_multicast(s, handle);
+  Allocation* a = live_allocation(s, memory);
+  const size_t g = s.options.multicast_granularity;
+  if (!mc || !a || flags != 0 || bytes == 0 || mc_offset % g != 0 || mem_offset % g != 0 ||
+      bytes % g != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const MulticastTeam* team = mc->team;
+  if (mc_offset > team->size || bytes > team->size - mc_offset || mem_offset > a->bytes ||
+      bytes > a->bytes - mem_offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  // libcuda blocks here until every device was added; the emulator refuses instead.
+  if (__atomic_load_n(&team->added, __ATOMIC_SEQ_CST) != team->num_devices)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  if (a->device < 0 ||
+      !((__atomic_load_n(&team->added_mask, __ATOMIC_SEQ_CST) >> a->device) & 1u))
+    return CUDA_ERROR_INVALID_DEVICE;
+  if (a->handle_types == 0) return CUDA_ERROR_NOT_SUPPORTED;  // shareable objects need it
+  for (const McBind& b : mc->binds)
+    if (b.device == a->device && mc_offset < b.mc_offset + b.bytes &&
+        b.mc_offset < mc_offset + bytes)
+      return CUDA_ERROR_INVALID_VALUE;  // overlaps an earlier bind of that device
+  McBind b;
+  b.device = a->device;
+  b.mc_offset = mc_offset;
+  b.memory = memory;
+  b.mem_offset = mem_offset;
+  b.bytes = bytes;
+  mc->binds.push_back(b);
+  ++a->bind_count;
+  refresh_multicast_views(s, handle);
+  log_multicast(s, "cuMulticastBindMem offset=" + std::to_string(mc_offset) +
+                       " size=" + std::to_string(bytes));
+  return CUDA_SUCCESS;
+}
+
+CUresult emu_cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice device,
+                               size_t mc_offset, size_t bytes) {
+  EMU_ENTER_MULTICAST();
+  Multicast* mc = find_multicast(s, handle);
+  if (!mc) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  for (auto it = mc->binds.begin(); it != mc->binds.end(); ++it) {
+    if (it->device != device || it->mc_offset != mc_offset || it->bytes != bytes) continue;
+    CUmemGenericAllocationHandle memory = it->memory;
+    mc->binds.erase(it);
+    auto a = s.allocations.find(memory);
+    if (a != s.allocations.end()) --a->second.bind_count;
+    maybe_destroy(s, memory);
+    refresh_multicast_views(s, handle);
+    log_multicast(s, "cuMulticastUnbind offset=" + std::to_string(mc_offset) +
+                         " size=" + std::to_string(bytes));
+    maybe_destroy_multicast(s, handle);
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;  // must match one bind exactly
 }
 
 // -- Stream memory operations (no streams: each happens during the call; see the header)
@@ -1026,17 +1438,22 @@ CUresult emu_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype,
 }
 
 #undef EMU_ENTER
+#undef EMU_ENTER_MULTICAST
 
-void build_table() {
+void build_table(const Options& options) {
   g_table = DriverApi();
 #define TMASHMEM_EMU_ASSIGN(name, sig) g_table.name = &emu_##name;
   TMASHMEM_DRIVER_FUNCTIONS(TMASHMEM_EMU_ASSIGN)
+  if (options.multicast_entries) {
+    TMASHMEM_DRIVER_MULTICAST_FUNCTIONS(TMASHMEM_EMU_ASSIGN)
+  }
 #undef TMASHMEM_EMU_ASSIGN
   g_table.origin = kOrigin;
 }
 
 bool state_is_empty(const State& s) {
-  return s.allocations.empty() && s.mappings.empty() && s.reservations.empty() && s.buffers.empty();
+  return s.allocations.empty() && s.mappings.empty() && s.reservations.empty() &&
+         s.buffers.empty() && s.multicasts.empty();
 }
 
 }  // namespace
@@ -1092,6 +1509,42 @@ bool decode_tensor_map(const CUtensorMap& map, TensorMapFields* out) {
   return true;
 }
 
+namespace {
+
+// TMASHMEM_EMU_MULTICAST_FAIL=STEP[:N] (see the header).
+void parse_multicast_fail(const char* text, Options* o) {
+  static const std::pair<const char*, MulticastStep> kSteps[] = {
+      {"granularity", MulticastStep::Granularity}, {"create", MulticastStep::Create},
+      {"export", MulticastStep::Export},           {"import", MulticastStep::Import},
+      {"add_device", MulticastStep::AddDevice},    {"map", MulticastStep::Map},
+      {"set_access", MulticastStep::SetAccess},    {"bind", MulticastStep::Bind}};
+  std::string value(text), name = value, count;
+  const size_t colon = value.find(':');
+  if (colon != std::string::npos) {
+    name = value.substr(0, colon);
+    count = value.substr(colon + 1);
+  }
+  for (const auto& step : kSteps) {
+    if (name != step.first) continue;
+    o->multicast_fail = step.second;
+    o->multicast_fail_call = 1;
+    if (!count.empty()) {
+      char* end = nullptr;
+      long n = std::strtol(count.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 1000000)
+        throw std::invalid_argument(std::string(kEnvMulticastFail) + "=" + value +
+                                    ": the call number after ':' must be 1 or more");
+      o->multicast_fail_call = static_cast<int>(n);
+    }
+    return;
+  }
+  throw std::invalid_argument(std::string(kEnvMulticastFail) + "=" + value +
+                              ": expected granularity, create, export, import, add_device, map, "
+                              "set_access or bind, optionally :N");
+}
+
+}  // namespace
+
 void install(const Options& options) {
   Options o = options;
   if (const char* env = std::getenv(kEnvDevices)) {
@@ -1114,6 +1567,14 @@ void install(const Options& options) {
     if (pair.first < 0 || pair.second < 0 || pair.first >= kMaxDevices ||
         pair.second >= kMaxDevices)
       throw std::invalid_argument("tmashmem::emu::Options::no_p2p names a device outside 0..63");
+  if (const char* env = std::getenv(kEnvMulticastFail)) parse_multicast_fail(env, &o);
+  if (!is_power_of_two(o.multicast_granularity) || page <= 0 ||
+      o.multicast_granularity % static_cast<size_t>(page) != 0 ||
+      o.multicast_recommended_granularity == 0 ||
+      o.multicast_recommended_granularity % o.multicast_granularity != 0)
+    throw std::invalid_argument(
+        "tmashmem::emu::Options: multicast_granularity must be a power of two multiple of the "
+        "page size, and multicast_recommended_granularity a multiple of it");
   if (o.stream_wait_timeout_ms < 0)
     throw std::invalid_argument("tmashmem::emu::Options::stream_wait_timeout_ms must be >= 0");
   if (!o.device_name) o.device_name = "";
@@ -1126,7 +1587,8 @@ void install(const Options& options) {
     g_state = new State();
     g_state->options = o;
     g_state->generation = ++g_generation;
-    build_table();
+    g_multicast_calls = 0;
+    build_table(o);
   }
   install_driver(&g_table);
 }
@@ -1148,8 +1610,19 @@ Counts counts() {
   c.mappings = static_cast<long>(s.mappings.size());
   c.reservations = static_cast<long>(s.reservations.size());
   c.device_buffers = static_cast<long>(s.buffers.size());
-  c.multicast_calls = 0;
+  c.multicast_calls = g_multicast_calls;
+  for (const auto& entry : s.multicasts) {
+    ++c.multicast_objects;
+    ++c.open_memfds;
+    c.multicast_binds += static_cast<long>(entry.second.binds.size());
+  }
+  for (const auto& entry : s.mappings) c.multicast_mappings += entry.second.multicast ? 1 : 0;
   return c;
+}
+
+std::vector<std::string> multicast_log() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_state ? g_state->multicast_log : std::vector<std::string>();
 }
 
 }  // namespace emu

@@ -60,17 +60,52 @@
 //    poll, so unmapping it during a wait is CUDA_ERROR_INVALID_VALUE, not a fault.
 //    CU_STREAM_WAIT_VALUE_FLUSH is CUDA_ERROR_NOT_SUPPORTED (the emulated device reports
 //    CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES = 0).
+//  - Multicast objects (cuMulticast*, docs/multicast.md). An object is a small memfd holding
+//    the team's shared state (size, numDevices, the devices added so far), so the POSIX fd
+//    and the emulated fabric handle export and import it between processes like memory.
+//    The driver's rules are checked: sizes, offsets and map addresses are multiples of
+//    Options::multicast_granularity (CU_MULTICAST_GRANULARITY_MINIMUM); cuMemMap of a
+//    multicast handle needs offset 0; a device is added once and at most numDevices are;
+//    the bound memory must be shareable, created on an added device, and not overlap
+//    another bind of that device; cuMulticastUnbind must name exactly one earlier bind's
+//    device, offset and size (CUDA_ERROR_INVALID_VALUE otherwise). Differences: a bind
+//    before every device was added is CUDA_ERROR_ILLEGAL_STATE (libcuda blocks until the
+//    last cuMulticastAddDevice, so a missing one would hang instead of failing), and
+//    nothing multicasts: the multicast mapping of a process shows, at each bound range,
+//    the memory THIS process bound there (a CPU store through it lands in this process's
+//    own memory only), and reads as unmapped (PROT_NONE) where this process bound
+//    nothing. What the tests check is the call order, the arguments, and that every
+//    failure unwinds. Memory stays alive while bound, a multicast object while mapped or
+//    bound (as with the driver's reference counts), so a wrong teardown order shows up in
+//    counts() and multicast_log() rather than as a fault.
+//  - Every cuMulticast* call counts in Counts::multicast_calls, as does every other call
+//    given a multicast handle (export, import, map, access, unmap, release), whether it
+//    succeeds or not, before cuInit too: the multicast gate's tests assert it stays 0.
 #pragma once
 
 #include <cuda.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace tmashmem {
 namespace emu {
+
+// Where an injected multicast failure happens (Options::multicast_fail).
+enum class MulticastStep {
+  None,
+  Granularity,  // cuMulticastGetGranularity
+  Create,       // cuMulticastCreate
+  Export,       // cuMemExportToShareableHandle of a multicast handle
+  Import,       // cuMemImportFromShareableHandle of a multicast handle
+  AddDevice,    // cuMulticastAddDevice
+  Map,          // cuMemMap of a multicast handle
+  SetAccess,    // cuMemSetAccess of a multicast mapping
+  Bind,         // cuMulticastBindMem
+};
 
 // The devices this process sees. install() throws std::invalid_argument for options it
 // cannot emulate (device_count outside 0..kMaxDevices, granularity not a power of two
@@ -91,6 +126,14 @@ struct Options {
   bool init_fails = false;            // cuInit returns CUDA_ERROR_NO_DEVICE
   bool stream_mem_ops_64 = true;      // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
   int stream_wait_timeout_ms = 2000;  // bound on one cuStreamWaitValue64 (>= 0)
+  // Multicast. multicast_supported (above) is CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED and
+  // what cuMulticastCreate needs; without multicast_entries the table has no cuMulticast*
+  // entry points at all (a pre-12.1 driver).
+  bool multicast_entries = true;
+  size_t multicast_granularity = size_t(2) << 20;              // MINIMUM: power of two * page
+  size_t multicast_recommended_granularity = size_t(2) << 20;  // RECOMMENDED: multiple of it
+  MulticastStep multicast_fail = MulticastStep::None;  // that step fails with
+  int multicast_fail_call = 1;  // CUDA_ERROR_NOT_PERMITTED on its Nth call here (1 = first)
 };
 
 constexpr int kMaxDevices = 64;
@@ -99,6 +142,9 @@ constexpr int kMaxDevices = 64;
 // tests under mpiexec can differ per process (e.g. `-x TMASHMEM_EMU_DEVICES=2`):
 //   TMASHMEM_EMU_DEVICES=N   device_count = N (0..kMaxDevices; anything else throws)
 constexpr const char* kEnvDevices = "TMASHMEM_EMU_DEVICES";
+//   TMASHMEM_EMU_MULTICAST_FAIL=STEP[:N]  multicast_fail = STEP (granularity, create, export,
+//                            import, add_device, map, set_access, bind), multicast_fail_call = N
+constexpr const char* kEnvMulticastFail = "TMASHMEM_EMU_MULTICAST_FAIL";
 
 // Builds the table with a fresh emulator state and installs it with
 // tmashmem::install_driver(). A previous emulator's live objects stay mapped and open
@@ -122,9 +168,18 @@ struct Counts {
   long open_memfds;      // memfds the emulator holds (released handles that are still mapped
                          // keep theirs); exported fds belong to the caller and are not counted
   size_t created_bytes;  // bytes of cuMemCreate'd allocations still alive (not imported ones)
-  long multicast_calls;  // cuMulticast* calls; always 0 until the table has multicast entries
+  long multicast_calls;     // cuMulticast* calls and calls given a multicast handle (header)
+  long multicast_objects;   // multicast objects alive here (handle held, mapped or bound)
+  long multicast_binds;     // cuMulticastBindMem ranges not yet unbound
+  long multicast_mappings;  // cuMemMap ranges of multicast handles not yet unmapped
 };
 Counts counts();
+
+// This process's multicast events since install(), in order: every successful call that
+// counts in multicast_calls, one line each ("cuMulticastBindMem offset=0 size=2097152",
+// "cuMemUnmap(multicast)", "cuMemAddressFree(multicast window)", ...), plus
+// "cuMemRelease(bound memory)" when memory is released while still bound.
+std::vector<std::string> multicast_log();
 
 // ---- Emulated fabric handle (CUmemFabricHandle, 64 bytes) ----
 // Names the exporter's memfd: the importer opens /proc/<pid>/fd/<fd>, which works between

@@ -1,0 +1,360 @@
+// The multicast device calls (tmashmem/device/multicast.cuh) through their unicast
+// fallback, the path every lent machine takes (the runtime never creates multicast
+// objects there; this program turns TMASHMEM_MULTICAST off itself and fails if a
+// context still carries a multicast address). Every call at thread, warp and block
+// granularity, relaxed and release/acquire, 16-byte aligned and not, against a CPU
+// reference over every PE's fresh random data, with guard bytes around each destination.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu_test_util.cuh"
+
+using namespace gpu_test;
+using tmashmem::Coop;
+using tmashmem::McOrder;
+using tmashmem::McReduce;
+
+namespace {
+
+constexpr size_t kGuard = 64;  // guard bytes before and after each destination
+constexpr uint8_t kGuardByte = 0xA5;
+
+// ---- values and the CPU reference ----------------------------------------------------
+
+// Element i of the data named by `seed`. Floats are small integers, so that every sum of
+// a few of them is exact in any order (multimem and atomics choose their own order).
+template <class T>
+T value_of(uint64_t seed, size_t i) {
+  const uint64_t h = mix64(seed ^ mix64(i));
+  if constexpr (std::is_integral<T>::value) {
+    return static_cast<T>(h);
+  } else {
+    const float v = static_cast<float>(static_cast<int>(h % 17) - 8);
+    if constexpr (std::is_same<T, __half>::value) return __float2half(v);
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) return __float2bfloat16(v);
+    if constexpr (std::is_floating_point<T>::value) return static_cast<T>(v);
+  }
+}
+
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same<T, __half>::value) return __half2float(v);
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) return __bfloat162float(v);
+  if constexpr (!std::is_same<T, __half>::value && !std::is_same<T, __nv_bfloat16>::value)
+    return static_cast<double>(v);
+}
+
+template <class T>
+T from_double(double v) {
+  if constexpr (std::is_same<T, __half>::value) return __float2half(static_cast<float>(v));
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    return __float2bfloat16(static_cast<float>(v));
+  if constexpr (!std::is_same<T, __half>::value && !std::is_same<T, __nv_bfloat16>::value)
+    return static_cast<T>(v);
+}
+
+template <McReduce Op, class T>
+T combine(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    switch (Op) {
+      case McReduce::Add:  // wraps, as the GPU's adds do (unsigned: no overflow UB here)
+        return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                              static_cast<std::make_unsigned_t<T>>(b));
+      case McReduce::Min:
+        return b < a ? b : a;
+      case McReduce::Max:
+        return a < b ? b : a;
+      case McReduce::And:
+        return a & b;
+      case McReduce::Or:
+        return a | b;
+      case McReduce::Xor:
+        return a ^ b;
+    }
+    return a;
+  } else {
+    const double x = as_double(a), y = as_double(b);
+    return from_double<T>(Op == McReduce::Add   ? x + y
+                          : Op == McReduce::Min ? (y < x ? y : x)
+                                                : (x < y ? y : x));
+  }
+}
+
+template <class T>
+std::vector<T> make_data(uint64_t seed, size_t n) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = value_of<T>(seed, i);
+  return v;
+}
+
+// ---- kernels: each group (thread, warp, block) calls on its own chunk -----------------
+
+template <Coop G>
+__device__ void group_range(size_t* first_group, size_t* group_count) {
+  if constexpr (G == Coop::Thread) {
+    *first_group = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+    *group_count = size_t(gridDim.x) * blockDim.x;
+  } else if constexpr (G == Coop::Warp) {
+    *first_group = blockIdx.x * size_t((blockDim.x + 31) / 32) + threadIdx.x / 32;
+    *group_count = size_t(gridDim.x) * ((blockDim.x + 31) / 32);
+  } else {
+    *first_group = blockIdx.x;
+    *group_count = gridDim.x;
+  }
+}
+
+enum class Call { Store, LdReduce, Red };
+
+template <Call C, McReduce Op, class T, Coop G, McOrder O>
+__global__ void multicast_kernel(const __grid_constant__ tmashmem_ctx_t ctx, T* dest, const T* src,
+                                 size_t count, size_t chunk) {
+  size_t g = 0, groups = 0;
+  group_range<G>(&g, &groups);
+  for (size_t c = g; c * chunk < count; c += groups) {
+    const size_t n = count - c * chunk < chunk ? count - c * chunk : chunk;
+    if constexpr (C == Call::Store)
+      tmashmem::multicast_store<T, G, O>(ctx, dest + c * chunk, src + c * chunk, n);
+    if constexpr (C == Call::LdReduce)
+      tmashmem::multicast_ld_reduce<Op, T, G, O>(ctx, dest + c * chunk, src + c * chunk, n);
+    if constexpr (C == Call::Red)
+      tmashmem::multicast_red<Op, T, G, O>(ctx, dest + c * chunk, src + c * chunk, n);
+  }
+}
+
+// ---- one case ---------------------------------------------------------------------------
+
+// Turns multicast off before init whatever the caller's environment says: this program
+// tests the fallback, and the lent machines must never create multicast objects.
+struct FallbackSession : Session {
+  static bool force_unicast() {
+    setenv("TMASHMEM_MULTICAST", "off", 1);
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+    setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+    return true;
+  }
+  FallbackSession() : Session() {}
+};
+const bool kForced = FallbackSession::force_unicast();
+
+template <class T>
+bool same_bits(const T& a, const T& b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Counts the guard bytes of [0, kGuard) and [kGuard + bytes, 2 kGuard + bytes) that changed.
+size_t bad_guards(const uint8_t* region, size_t bytes) {
+  size_t bad = 0;
+  for (size_t i = 0; i < kGuard; ++i) bad += region[i] != kGuardByte;
+  for (size_t i = 0; i < kGuard; ++i) bad += region[kGuard + bytes + i] != kGuardByte;
+  return bad;
+}
+
+template <Call C, McReduce Op, class T, Coop G, McOrder O>
+bool run_case(const FallbackSession& s, const char* name, size_t shift_elements, uint64_t round) {
+  const int me = s.me, n = s.n;
+  // An even count (16-bit floats go in pairs), different every run.
+  const size_t count = 2000 + 2 * (mix64(run_seed() ^ round) % 700);
+  const size_t bytes = count * sizeof(T);
+  const size_t shift = shift_elements * sizeof(T);   // 0: 16-byte aligned; else not
+  const size_t region = 2 * kGuard + shift + bytes;  // guard | shift | data | guard
+  const size_t chunk = G == Coop::Thread ? 24 : G == Coop::Warp ? 256 : 1024;
+  const uint64_t purpose = 0x4d43 + uint64_t(C) * 64 + uint64_t(Op) * 8 + uint64_t(G) + round * 512;
+  bool ok = true;
+
+  // Store: PE w writes segment w of every PE's copy. LdReduce: each PE reduces every PE's
+  // copy of `sym` into local memory. Red: each PE reduces into every PE's copy of `sym`.
+  const size_t segments = C == Call::Store ? size_t(n) : 1;
+  auto* sym = static_cast<uint8_t*>(tmashmem_malloc(region * segments));
+  uint8_t* local = nullptr;
+  T* src_dev = nullptr;
+  ok &= all_ranks(sym != nullptr);
+  if (!ok) return false;
+  ok &= GPU_TEST_CUDA(cudaMalloc(&local, region));
+  ok &= GPU_TEST_CUDA(cudaMalloc(&src_dev, bytes + 16));
+  const tmashmem_ctx_t ctx = s.ctx();
+  if (ctx.mc_base != 0) {
+    std::printf(
+        "[PE %d] %s: the context carries a multicast address; this test runs only the "
+        "fallback (TMASHMEM_MULTICAST=off)\n",
+        me, name);
+    ok = false;
+  }
+
+  const std::vector<T> mine = make_data<T>(seed_for(purpose, me), count);
+  std::vector<uint8_t> fill(region * segments, kGuardByte);
+  std::vector<T> init;
+  if (C == Call::LdReduce)  // every PE's source data sits in its own copy of sym
+    std::memcpy(fill.data() + kGuard + shift, mine.data(), bytes);
+  if (C == Call::Red) {
+    init = make_data<T>(seed_for(purpose + 1, me), count);
+    std::memcpy(fill.data() + kGuard + shift, init.data(), bytes);
+  }
+  ok &= GPU_TEST_CUDA(cudaMemcpy(sym, fill.data(), fill.size(), cudaMemcpyHostToDevice));
+  ok &= GPU_TEST_CUDA(cudaMemset(local, kGuardByte, region));
+  // The local source at the same offset mod 16 as the destination.
+  T* src = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(src_dev) + (shift & 15));
+  ok &= GPU_TEST_CUDA(cudaMemcpy(src, mine.data(), bytes, cudaMemcpyHostToDevice));
+  ok &= sync_and_barrier();
+
+  T* dest = nullptr;
+  const T* from = src;
+  if (C == Call::Store) dest = reinterpret_cast<T*>(sym + size_t(me) * region + kGuard + shift);
+  if (C == Call::LdReduce) {
+    dest = reinterpret_cast<T*>(local + kGuard + shift);
+    from = reinterpret_cast<const T*>(sym + kGuard + shift);
+  }
+  if (C == Call::Red) dest = reinterpret_cast<T*>(sym + kGuard + shift);
+  multicast_kernel<C, Op, T, G, O>
+      <<<8, 80>>>(ctx, dest, from, count, chunk);  // 2.5 warps: a partial one
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= sync_and_barrier();
+
+  // The reference, from every PE's data regenerated here.
+  std::vector<uint8_t> got(C == Call::LdReduce ? region : region * segments);
+  ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), C == Call::LdReduce ? local : sym, got.size(),
+                                 cudaMemcpyDeviceToHost));
+  size_t bad = 0, guards = 0;
+  for (size_t seg = 0; seg < (C == Call::Store ? segments : 1); ++seg) {
+    const uint8_t* r = got.data() + seg * region;
+    guards += bad_guards(r, shift + bytes);
+    for (size_t i = 0; i < shift; ++i) guards += r[kGuard + i] != kGuardByte;
+    std::vector<T> expect;
+    if (C == Call::Store) expect = make_data<T>(seed_for(purpose, static_cast<int>(seg)), count);
+    if (C == Call::LdReduce) {
+      expect = make_data<T>(seed_for(purpose, 0), count);
+      for (int pe = 1; pe < n; ++pe) {
+        const std::vector<T> other = make_data<T>(seed_for(purpose, pe), count);
+        for (size_t i = 0; i < count; ++i) expect[i] = combine<Op, T>(expect[i], other[i]);
+      }
+    }
+    if (C == Call::Red) {
+      expect = init;
+      for (int pe = 0; pe < n; ++pe) {
+        const std::vector<T> other = make_data<T>(seed_for(purpose, pe), count);
+        for (size_t i = 0; i < count; ++i) expect[i] = combine<Op, T>(expect[i], other[i]);
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      T v;
+      std::memcpy(&v, r + kGuard + shift + i * sizeof(T), sizeof(T));
+      if (!same_bits(v, expect[i])) ++bad;
+    }
+  }
+  if (bad || guards)
+    std::printf(
+        "[PE %d] %s (shift %zu, %zu elements): %zu wrong elements, %zu guard bytes "
+        "changed\n",
+        me, name, shift_elements, count, bad, guards);
+  ok &= bad == 0 && guards == 0;
+  ok &= sync_and_barrier();  // nobody frees while another PE still reads
+  cudaFree(local);
+  cudaFree(src_dev);
+  ok &= GPU_TEST_TM(tmashmem_free(sym));
+  return ok;
+}
+
+// Both alignments: 16-byte aligned (vector accesses) and one word off (word accesses).
+template <Call C, McReduce Op, class T, Coop G, McOrder O = McOrder::Relaxed>
+bool both_alignments(const FallbackSession& s, const char* name, uint64_t round) {
+  constexpr size_t kWordElements = sizeof(T) == 2 ? 2 : 1;
+  bool ok = run_case<C, Op, T, G, O>(s, name, 0, round);
+  ok &= run_case<C, Op, T, G, O>(s, name, kWordElements, round + 1);
+  return ok;
+}
+
+bool all_peers_reachable(const FallbackSession& s) {
+  const tmashmem_ctx_t ctx = s.ctx();
+  return tmashmem::all_reachable(ctx);
+}
+
+}  // namespace
+
+TEST_CASE("multicast_store through the fallback: every PE's segment on every PE") {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(all_peers_reachable(s))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  constexpr McReduce kAny = McReduce::Add;
+  CHECK(all_ranks(
+      both_alignments<Call::Store, kAny, uint32_t, Coop::Thread>(s, "store u32 thread", 1)));
+  CHECK(
+      all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Warp>(s, "store u32 warp", 3)));
+  CHECK(all_ranks(both_alignments<Call::Store, kAny, uint64_t, Coop::Block, McOrder::Release>(
+      s, "store u64 block release", 5)));
+  CHECK(all_ranks(both_alignments<Call::Store, kAny, __half, Coop::Warp, McOrder::Release>(
+      s, "store f16 warp release", 7)));
+  CHECK(
+      all_ranks(both_alignments<Call::Store, kAny, double, Coop::Block>(s, "store f64 block", 9)));
+}
+
+TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE's copy") {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(all_peers_reachable(s))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint32_t, Coop::Block>(
+      s, "ld_reduce add u32 block", 11)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint64_t, Coop::Warp>(
+      s, "ld_reduce add u64 warp", 13)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, int64_t, Coop::Thread>(
+      s, "ld_reduce min s64 thread", 15)));
+  CHECK(all_ranks(
+      both_alignments<Call::LdReduce, McReduce::Max, int32_t, Coop::Block, McOrder::Acquire>(
+          s, "ld_reduce max s32 block acquire", 17)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Xor, uint32_t, Coop::Warp>(
+      s, "ld_reduce xor b32 warp", 19)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::And, uint64_t, Coop::Block>(
+      s, "ld_reduce and b64 block", 21)));
+  CHECK(all_ranks(
+      both_alignments<Call::LdReduce, McReduce::Add, float, Coop::Block, McOrder::Acquire>(
+          s, "ld_reduce add f32 block acquire", 23)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, double, Coop::Thread>(
+      s, "ld_reduce add f64 thread", 25)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, __half, Coop::Warp>(
+      s, "ld_reduce add f16 warp", 27)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, __nv_bfloat16, Coop::Block>(
+      s, "ld_reduce max bf16 block", 29)));
+  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, __half, Coop::Thread>(
+      s, "ld_reduce min f16 thread", 31)));
+}
+
+TEST_CASE("multicast_red through the fallback: every PE's contribution lands on every PE") {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(all_peers_reachable(s))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, uint64_t, Coop::Block>(
+      s, "red add u64 block", 41)));
+  CHECK(
+      all_ranks(both_alignments<Call::Red, McReduce::Add, int32_t, Coop::Thread, McOrder::Release>(
+          s, "red add s32 thread release", 43)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Min, uint32_t, Coop::Warp>(s, "red min u32 warp", 45)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Max, int64_t, Coop::Block>(s, "red max s64 block", 47)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Or, uint64_t, Coop::Thread>(
+      s, "red or b64 thread", 49)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Xor, uint32_t, Coop::Block>(
+      s, "red xor b32 block", 51)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, float, Coop::Block, McOrder::Release>(
+      s, "red add f32 block release", 53)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Add, double, Coop::Warp>(s, "red add f64 warp", 55)));
+  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __nv_bfloat16, Coop::Warp>(
+      s, "red add bf16 warp", 57)));
+  CHECK(all_ranks(
+      both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
+}
