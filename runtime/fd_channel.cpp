@@ -176,6 +176,22 @@ void FdChannel::refuse(pid_t pid, uid_t uid, const char* why) {
                me_, static_cast<int>(pid), static_cast<unsigned>(uid), why);
 }
 
+tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    bool sent = false;
+    TMASHMEM_TRY(try_send(to, message, fd, &sent));
+    if (sent) return TMASHMEM_SUCCESS;
+    if (remaining_ms(deadline) == 0)
+      return set_error(TMASHMEM_ERROR_TIMEOUT,
+                       "sending a memory handle to PE %d timed out after %d ms: its socket queue "
+                       "stayed full (is PE %d alive?)",
+                       to, timeout_ms, to);
+    pollfd p{socket_, POLLOUT, 0};
+    ::poll(&p, 1, 1);
+  }
+}
+
 tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, bool* sent) {
   *sent = false;
   sockaddr_un address;

@@ -57,6 +57,10 @@ class FdChannel {
   // is false (and the status success) when the peer's queue is full; the caller then
   // drains its own queue and tries again, or PEs that all send first can deadlock.
   tmashmem_status_t try_send(int to, const FdMessage& message, int fd, bool* sent);
+  // try_send until it goes out or `timeout_ms` passes. Only for a sender that is not also
+  // waiting to receive (one PE hands a descriptor to the others, as the multicast object's
+  // creator does); PEs that all send at once use try_send and drain between attempts.
+  tmashmem_status_t send(int to, const FdMessage& message, int fd, int timeout_ms);
   // One attempt: *got is false (and the status success) when nothing is queued.
   // Messages from anyone but this job's local PEs are refused (logged) and skipped.
   tmashmem_status_t try_receive(FdMessage* message, int* fd, bool* got);

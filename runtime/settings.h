@@ -50,8 +50,8 @@
     "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "     \
     "naming it")                                                                                 \
   X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, "auto",                                    \
-    "NVLink multicast objects: auto, on, off (not used by this release; reported by "            \
-    "tmashmem-info)")                                                                            \
+    "NVLink multicast over the heap: auto (used when every condition allows; "                  \
+    "docs/multicast.md), on (its absence is an init error), off")                                \
   X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, "on",                                     \
     "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the "   \
     "device supports them; off (or 0): always the library's one-thread kernels")                \
