@@ -5,7 +5,9 @@
 //  - Two-shot: reduce-scatter of PE p's chunk (coll_slice of the bytes into n_pes parts)
 //    into p's dest, then an all-gather that pulls the other chunks from their owners' dest
 //    (two steps on the slot; 2 (n_pes - 1) / n_pes of the data crosses the links, best
-//    for large messages). dest must then be symmetric too.
+//    for large messages). dest must then be symmetric too. The reduce step of CTA `part`
+//    reads a part of PE p's chunk, not the CTA's one-shot part: in a kernel that writes
+//    src itself, src must be final for the whole grid first (exchange.cuh, "Data").
 // Both reduce in PE order in fp32 (reduce_math.cuh): every PE gets bit-identical results.
 // A multicast object would turn the two-shot's all-gather into one multimem store per
 // element and the reduce into multimem.ld_reduce: tmashmem/device/multicast.cuh is where

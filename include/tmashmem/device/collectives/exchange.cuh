@@ -17,6 +17,11 @@
 // two Done steps are skipped: for a step whose completion a later step on the same
 // slot implies (the reduce-scatter half of a two-shot all-reduce).
 //
+// Data: what a CTA's step reads from this PE must be final when the step starts: written
+// by this CTA (any thread; the step begins with a proxy fence in every thread and a
+// __syncthreads), before the kernel, or published grid-wide (sync_all). Each building
+// block says which part of the buffers one CTA reads.
+//
 // Collective over the CTA; prologue and body are called by every thread and must not
 // return early in some threads only. A timeout ends the step with Status::Timeout
 // after the message of coll_wait; the slot's epoch still advances, but the PEs no
@@ -27,6 +32,7 @@
 
 #include "tmashmem/device/collectives/state.cuh"
 #include "tmashmem/device/collectives/sync.cuh"
+#include "tmashmem/device/detail/fence.cuh"
 #include "tmashmem/device/status.cuh"
 
 namespace tmashmem {
@@ -38,6 +44,9 @@ __device__ __forceinline__ Status coll_exchange(const Ctx& ctx, const CollState&
                                                 uint64_t timeout_ns, const char* what,
                                                 bool done_handshake = true) {
   if (!coll_usable(ctx, st, slot)) return Status::Unreachable;
+  // Every thread's earlier generic accesses (a source it wrote, a destination it read)
+  // before the bulk copies and tiles that any thread of the CTA issues in the step.
+  detail::fence_proxy_async();
   const CollStep step = coll_begin(st, slot);
   prologue();
   coll_signal(ctx, st, CollRow::Ready, step, announce);
