@@ -39,8 +39,9 @@ __device__ void record(Failure* f, uint64_t round, int step, uint64_t index, uin
 
 const char* step_name(unsigned long long step) {
   static const char* const names[] = {"allreduce i32 sum", "allgather bytes", "alltoall bytes",
-                                      "device allgather_block", "device allreduce_block max"};
-  return step < 5 ? names[step] : "?";
+                                      "device allgather_block", "device allreduce_block max",
+                                      "tile all-gather", "tile reduce"};
+  return step < 7 ? names[step] : "?";
 }
 
 bool report(const Failure& f, const char* what) {
@@ -297,5 +298,133 @@ TEST_CASE("collectives: device building blocks between a kernel's own computatio
   tmashmem_free(y);
   tmashmem_free(gathered);
   tmashmem_free(x);
+  CHECK(all_ranks(ok));
+}
+
+namespace {
+
+constexpr int kTileRows = 8, kTileCols = 64;  // one f32 tile: 8 rows of 256 bytes
+
+__host__ __device__ inline float tile_value(uint64_t base, uint64_t round, int pe, int which,
+                                            uint64_t i) {
+  // Small integers: sums over up to 64 PEs are exact in f32, whatever the order.
+  return static_cast<float>(static_cast<int>(hash32(round_seed(base, round * 2 + uint64_t(which), pe), i) % 64u) - 32);
+}
+
+// Per round, on one CTA and its own two slots: a tile all-gather (each PE's rows of `g`
+// pulled with coll_tile_gather: TMA get from the peer, TMA put into this PE's tensor) and
+// a tile reduce into a rotating owner's `r` (coll_tile_reduce<add>, TMA reduce), both
+// synchronised by coll_exchange, then checked with ordinary loads.
+__global__ void tile_collectives(const __grid_constant__ tmashmem_ctx_t ctx, tmashmem::CollState st,
+                                 const __grid_constant__ tmashmem_tensor_handle_t g,
+                                 const __grid_constant__ tmashmem_tensor_handle_t r, int rounds,
+                                 uint64_t base, uint64_t timeout_ns, Failure* f) {
+  __shared__ alignas(128) float tile[kTileRows * kTileCols];
+  __shared__ tmashmem::Mbarrier bar;
+  tmashmem::MbarrierPhase phase;
+  const unsigned tid = threadIdx.x;
+  const int me = ctx.my_pe, n = ctx.n_pes;
+  if (tid == 0) {
+    tmashmem::tma_acquire_tensor_maps(g);
+    tmashmem::tma_acquire_tensor_maps(r);
+    bar.init(1);
+  }
+  __syncthreads();
+  float* gd = reinterpret_cast<float*>(g.data);
+  float* rd = reinterpret_cast<float*>(r.data);
+  const uint64_t peers = tmashmem::coll_all_peers(ctx);
+  const int cells = kTileRows * kTileCols;
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = static_cast<int>(tid); i < cells; i += blockDim.x)
+      gd[size_t(me) * cells + size_t(i)] = tile_value(base, uint64_t(round), me, 0, uint64_t(i));
+    int failed = 0;
+    auto gather = [&] {
+      if (tid == 0) {
+        for (int k = 1; k < n; ++k) {
+          const int q = tmashmem::coll_peer(ctx, k);
+          if (tmashmem::coll_tile_gather(g, me, {0, q * kTileRows}, g, q, {0, q * kTileRows}, tile,
+                                         bar, phase, timeout_ns) != tmashmem::Status::Ok)
+            failed = 1;
+        }
+        tmashmem::coll_tile_complete();
+      }
+    };
+    tmashmem::Status s = tmashmem::coll_exchange(ctx, st, 0, peers, peers, [] {}, gather,
+                                                 timeout_ns, "test tile all-gather");
+    if (__syncthreads_or(failed) || s != tmashmem::Status::Ok) {
+      if (tid == 0) record(f, uint64_t(round), 5, ~0ull, 0, 1);
+      return;
+    }
+    for (int i = static_cast<int>(tid); i < n * cells; i += blockDim.x) {
+      const float want = tile_value(base, uint64_t(round), i / cells, 0, uint64_t(i % cells));
+      if (gd[i] != want) record(f, uint64_t(round), 5, uint64_t(i), uint64_t(int64_t(want)), uint64_t(int64_t(gd[i])));
+    }
+    const int owner = round % n;
+    auto init = [&] {
+      if (me != owner) return;
+      for (int i = static_cast<int>(tid); i < cells; i += blockDim.x) rd[i] = 0.0f;
+      tmashmem::fence_proxy_async_global();  // before the TMA reduces into it
+    };
+    auto reduce = [&] {
+      for (int i = static_cast<int>(tid); i < cells; i += blockDim.x)
+        tile[i] = tile_value(base, uint64_t(round), me, 1, uint64_t(i));
+      tmashmem::fence_proxy_async_shared();
+      __syncthreads();
+      if (tid == 0) {
+        tmashmem::coll_tile_reduce<tmashmem::TileReduceOp::add>(r, owner, {0, 0}, tile);
+        tmashmem::coll_tile_complete();
+      }
+    };
+    const uint64_t announce = me == owner ? peers : 0;
+    const uint64_t visit = me == owner ? 0 : uint64_t(1) << owner;
+    s = tmashmem::coll_exchange(ctx, st, 1, announce, visit, init, reduce, timeout_ns,
+                                "test tile reduce");
+    if (s != tmashmem::Status::Ok) {
+      if (tid == 0) record(f, uint64_t(round), 6, ~0ull, 0, 2);
+      return;
+    }
+    if (me == owner)
+      for (int i = static_cast<int>(tid); i < cells; i += blockDim.x) {
+        float want = 0;
+        for (int q = 0; q < n; ++q) want += tile_value(base, uint64_t(round), q, 1, uint64_t(i));
+        if (rd[i] != want) record(f, uint64_t(round), 6, uint64_t(i), uint64_t(int64_t(want)), uint64_t(int64_t(rd[i])));
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("collectives: tile steps (TMA get/put all-gather, TMA reduce into the owner)") {
+  Session s;
+  REQUIRE(all_ranks(s.ok));
+  tmashmem_tensor_desc_t dg, dr;
+  const uint64_t gdims[2] = {kTileCols, uint64_t(kTileRows) * uint64_t(s.n)};
+  const uint64_t rdims[2] = {kTileCols, kTileRows};
+  const uint32_t box[2] = {kTileCols, kTileRows};
+  bool ok = GPU_TEST_TM(tmashmem_tensor_desc_init(&dg, TMASHMEM_DTYPE_F32, 2, gdims, box));
+  ok &= GPU_TEST_TM(tmashmem_tensor_desc_init(&dr, TMASHMEM_DTYPE_F32, 2, rdims, box));
+  tmashmem_tensor_t tg = nullptr, tr = nullptr;
+  ok &= GPU_TEST_TM(tmashmem_tensor_create(&dg, &tg));
+  ok &= GPU_TEST_TM(tmashmem_tensor_create(&dr, &tr));
+  void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(2));
+  REQUIRE(all_ranks(ok && state != nullptr));
+  tmashmem_tensor_handle_t hg, hr;
+  ok &= GPU_TEST_TM(tmashmem_tensor_handle(tg, &hg));
+  ok &= GPU_TEST_TM(tmashmem_tensor_handle(tr, &hr));
+  Failure* failure = nullptr;
+  ok &= GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
+  ok &= GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
+  tile_collectives<<<1, 128>>>(s.ctx(), tmashmem::coll_state(state, 2), hg, hr, 20,
+                               seed_for(0x711E, 0), kWaitNs, failure);
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
+  Failure f{};
+  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
+  ok &= report(f, "tile steps");
+  cudaFree(failure);
+  ok &= sync_and_barrier();
+  tmashmem_free(state);
+  tmashmem_tensor_destroy(tr);
+  tmashmem_tensor_destroy(tg);
   CHECK(all_ranks(ok));
 }
