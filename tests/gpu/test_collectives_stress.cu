@@ -210,7 +210,7 @@ TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") 
 namespace {
 
 constexpr int kDeviceCtas = 4;
-constexpr uint32_t kScratch = 16 * 1024;
+constexpr uint32_t kScratch = 32 * 1024;  // four bulk issuers of 8 KiB (copy.cuh)
 
 // Per round: x = f(round, me) (this CTA's slice), all-gather of x, y = sum_q (q + 1) x_q + me
 // on this CTA's slice, all-reduce max of y, check. Alternates SM and bulk copies.
