@@ -46,33 +46,37 @@ __device__ __forceinline__ CollMode mode_of(const CollArgs& a) {
 __global__ void __launch_bounds__(kThreads) allgather_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_allgather_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, allgather_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
-                            mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
+  finish(a,
+         allgather_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
+                         mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
          what);
 }
 
 __global__ void __launch_bounds__(kThreads) alltoall_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_alltoall_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, alltoall_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
-                           mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
+  finish(a,
+         alltoall_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
+                        mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
          what);
 }
 
 __global__ void __launch_bounds__(kThreads) alltoallv_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_alltoallv_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, alltoallv_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.dest_bytes, a.src,
-                            a.src_bytes, a.send_counts, a.send_offsets, a.recv_offsets, b,
-                            gridDim.x, copy_of(a), scratch(), a.timeout_ns, what),
+  finish(a,
+         alltoallv_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.dest_bytes, a.src, a.src_bytes,
+                         a.send_counts, a.send_offsets, a.recv_offsets, b, gridDim.x, copy_of(a),
+                         scratch(), a.timeout_ns, what),
          what);
 }
 
 __global__ void __launch_bounds__(kThreads) broadcast_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_broadcast_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, broadcast_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, a.root, b,
-                            gridDim.x, copy_of(a), scratch(), a.timeout_ns, what),
+  finish(a,
+         broadcast_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, a.root, b,
+                         gridDim.x, copy_of(a), scratch(), a.timeout_ns, what),
          what);
 }
 
@@ -81,8 +85,9 @@ __global__ void __launch_bounds__(kThreads)
     reduce_scatter_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_reduce_scatter_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, reduce_scatter_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size,
-                                        b, gridDim.x, a.timeout_ns, what),
+  finish(a,
+         reduce_scatter_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b,
+                                     gridDim.x, a.timeout_ns, what),
          what);
 }
 
@@ -90,9 +95,10 @@ template <tmashmem_dtype_t D, RedOp Op>
 __global__ void __launch_bounds__(kThreads) allreduce_kernel(const __grid_constant__ CollArgs a) {
   const char* what = "tmashmem_allreduce_on_stream";
   const int b = static_cast<int>(blockIdx.x);
-  finish(a, allreduce_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size,
-                                   static_cast<AllreduceAlgo>(a.algo), b, gridDim.x, copy_of(a),
-                                   scratch(), a.timeout_ns, what),
+  finish(a,
+         allreduce_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size,
+                                static_cast<AllreduceAlgo>(a.algo), b, gridDim.x, copy_of(a),
+                                scratch(), a.timeout_ns, what),
          what);
 }
 

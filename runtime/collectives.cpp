@@ -5,6 +5,8 @@
 // runtime/on_stream.cpp. Nothing here synchronises the host or allocates device memory,
 // so every call can be captured into a CUDA graph: the kernel takes its arguments by
 // value and reads its epochs from the signal pad when it runs.
+#include "tmashmem/collectives.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
@@ -17,7 +19,6 @@
 #include "runtime/error.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
-#include "tmashmem/collectives.h"
 #include "tmashmem/device/signal_pad.h"
 
 namespace tmashmem {
@@ -213,9 +214,9 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
   const CudaOutcome done = k->launch(args, stream);
   device->leave_device(previous);
   if (done.code != 0)
-    return cuda_error(done, format_string("%s: launching the collective kernel (%d CTAs)", q.call,
-                                          args.n_blocks)
-                                .c_str());
+    return cuda_error(
+        done, format_string("%s: launching the collective kernel (%d CTAs)", q.call, args.n_blocks)
+                  .c_str());
   return TMASHMEM_SUCCESS;
 }
 
@@ -243,8 +244,8 @@ using namespace tmashmem;
 #pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 
-tmashmem_status_t tmashmem_allgather_on_stream(void* dest, const void* src, size_t bytes,
-                                               int n_sms, tmashmem_stream_t stream) {
+tmashmem_status_t tmashmem_allgather_on_stream(void* dest, const void* src, size_t bytes, int n_sms,
+                                               tmashmem_stream_t stream) {
   Request q{CollKind::Allgather, "tmashmem_allgather_on_stream", dest, 0, src, bytes, bytes};
   TMASHMEM_TRY(times_pes(q.call, "bytes", bytes, n_pes_or_zero(), &q.dest_bytes));
   q.n_sms = n_sms;
@@ -260,8 +261,8 @@ tmashmem_status_t tmashmem_reduce_scatter_on_stream(void* dest, const void* src,
   if (es != 0 && count > SIZE_MAX / es)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: count %zu is too large", q.call, count);
   q.dest_bytes = count * es;
-  TMASHMEM_TRY(times_pes(q.call, "count * element size", q.dest_bytes, n_pes_or_zero(),
-                         &q.src_bytes));
+  TMASHMEM_TRY(
+      times_pes(q.call, "count * element size", q.dest_bytes, n_pes_or_zero(), &q.src_bytes));
   q.dtype = dtype;
   q.op = op;
   q.n_sms = n_sms;
@@ -270,8 +271,8 @@ tmashmem_status_t tmashmem_reduce_scatter_on_stream(void* dest, const void* src,
 }
 
 tmashmem_status_t tmashmem_allreduce_on_stream(void* dest, const void* src, size_t count,
-                                               tmashmem_dtype_t dtype, int op, int algo,
-                                               int n_sms, tmashmem_stream_t stream) {
+                                               tmashmem_dtype_t dtype, int op, int algo, int n_sms,
+                                               tmashmem_stream_t stream) {
   const size_t es = coll_dtype_bytes(dtype);
   Request q{CollKind::Allreduce, "tmashmem_allreduce_on_stream", dest, 0, src, 0, count};
   if (es != 0 && count > SIZE_MAX / es)
@@ -300,8 +301,8 @@ tmashmem_status_t tmashmem_alltoallv_on_stream(void* dest, size_t dest_bytes, co
                                                const uint64_t* send_offsets,
                                                const uint64_t* recv_offsets, int n_sms,
                                                tmashmem_stream_t stream) {
-  Request q{CollKind::Alltoallv, "tmashmem_alltoallv_on_stream", dest, dest_bytes, src, src_bytes,
-            0};
+  Request q{
+      CollKind::Alltoallv, "tmashmem_alltoallv_on_stream", dest, dest_bytes, src, src_bytes, 0};
   q.arrays[0] = send_counts;
   q.arrays[1] = send_offsets;
   q.arrays[2] = recv_offsets;

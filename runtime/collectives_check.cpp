@@ -47,10 +47,10 @@ size_t coll_dtype_bytes(uint32_t dtype) {
 
 const char* coll_dtype_name(uint32_t dtype) {
   static const char* const names[TMASHMEM_DTYPE_COUNT] = {
-      "TMASHMEM_DTYPE_U8",  "TMASHMEM_DTYPE_U16",     "TMASHMEM_DTYPE_U32",
-      "TMASHMEM_DTYPE_I32", "TMASHMEM_DTYPE_U64",     "TMASHMEM_DTYPE_I64",
-      "TMASHMEM_DTYPE_F16", "TMASHMEM_DTYPE_F32",     "TMASHMEM_DTYPE_F64",
-      "TMASHMEM_DTYPE_BF16", "TMASHMEM_DTYPE_F32_FTZ", "TMASHMEM_DTYPE_TF32",
+      "TMASHMEM_DTYPE_U8",      "TMASHMEM_DTYPE_U16",     "TMASHMEM_DTYPE_U32",
+      "TMASHMEM_DTYPE_I32",     "TMASHMEM_DTYPE_U64",     "TMASHMEM_DTYPE_I64",
+      "TMASHMEM_DTYPE_F16",     "TMASHMEM_DTYPE_F32",     "TMASHMEM_DTYPE_F64",
+      "TMASHMEM_DTYPE_BF16",    "TMASHMEM_DTYPE_F32_FTZ", "TMASHMEM_DTYPE_TF32",
       "TMASHMEM_DTYPE_TF32_FTZ"};
   return dtype < TMASHMEM_DTYPE_COUNT ? names[dtype] : "an unknown dtype";
 }

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "tmashmem/tensor_handle.h" /* tmashmem_dtype_t */
-#include "tmashmem/tmashmem.h"     /* tmashmem_status_t, tmashmem_stream_t */
+#include "tmashmem/tmashmem.h"      /* tmashmem_status_t, tmashmem_stream_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,22 +70,23 @@ typedef enum tmashmem_allreduce_algo {
 /* dest (n_pes * bytes) on every PE receives PE q's src (bytes) at offset q * bytes.
  * NVSHMEM's fcollect, NCCL's all-gather. bytes 0 is a no-op. */
 tmashmem_status_t tmashmem_allgather_on_stream(void* dest, const void* src, size_t bytes, int n_sms,
-                                 tmashmem_stream_t stream);
+                                               tmashmem_stream_t stream);
 
 /* dest (count elements) on PE p = op over q of PE q's src[p * count, (p + 1) * count);
  * src holds n_pes * count elements. dtype f32, f16, bf16 or i32; op a tmashmem_reduce_op_t. */
 tmashmem_status_t tmashmem_reduce_scatter_on_stream(void* dest, const void* src, size_t count,
-                                      tmashmem_dtype_t dtype, int op, int n_sms,
-                                      tmashmem_stream_t stream);
+                                                    tmashmem_dtype_t dtype, int op, int n_sms,
+                                                    tmashmem_stream_t stream);
 
 /* dest (count elements) on every PE = op over q of PE q's src (count elements). */
-tmashmem_status_t tmashmem_allreduce_on_stream(void* dest, const void* src, size_t count, tmashmem_dtype_t dtype,
-                                 int op, int algo, int n_sms, tmashmem_stream_t stream);
+tmashmem_status_t tmashmem_allreduce_on_stream(void* dest, const void* src, size_t count,
+                                               tmashmem_dtype_t dtype, int op, int algo, int n_sms,
+                                               tmashmem_stream_t stream);
 
 /* PE p's src[q * bytes, (q + 1) * bytes) lands in PE q's dest[p * bytes, (p + 1) * bytes);
  * both n_pes * bytes. */
 tmashmem_status_t tmashmem_alltoall_on_stream(void* dest, const void* src, size_t bytes, int n_sms,
-                                tmashmem_stream_t stream);
+                                              tmashmem_stream_t stream);
 
 /* Variable blocks (MoE dispatch/combine): PE p sends src[send_offsets[q], + send_counts[q])
  * to PE q, which receives it at dest[recv_offsets[p], + send_counts[q]), all in bytes. The
@@ -93,14 +94,15 @@ tmashmem_status_t tmashmem_alltoall_on_stream(void* dest, const void* src, size_
  * (so the counts may come from an earlier kernel of the stream, or a graph replay);
  * recv_offsets is read on the receiving PE. A range outside src_bytes / dest_bytes makes
  * the kernel print the PEs and values and trap. */
-tmashmem_status_t tmashmem_alltoallv_on_stream(void* dest, size_t dest_bytes, const void* src, size_t src_bytes,
-                                 const uint64_t* send_counts, const uint64_t* send_offsets,
-                                 const uint64_t* recv_offsets, int n_sms,
-                                 tmashmem_stream_t stream);
+tmashmem_status_t tmashmem_alltoallv_on_stream(void* dest, size_t dest_bytes, const void* src,
+                                               size_t src_bytes, const uint64_t* send_counts,
+                                               const uint64_t* send_offsets,
+                                               const uint64_t* recv_offsets, int n_sms,
+                                               tmashmem_stream_t stream);
 
 /* dest (bytes) on every PE receives PE root's src (bytes). */
-tmashmem_status_t tmashmem_broadcast_on_stream(void* dest, const void* src, size_t bytes, int root, int n_sms,
-                                 tmashmem_stream_t stream);
+tmashmem_status_t tmashmem_broadcast_on_stream(void* dest, const void* src, size_t bytes, int root,
+                                               int n_sms, tmashmem_stream_t stream);
 
 #ifdef __cplusplus
 }

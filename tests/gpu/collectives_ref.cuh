@@ -119,8 +119,9 @@ inline std::vector<uint8_t> reduce_reference(uint32_t dtype, int op,
       double acc = value_f(dtype, seeds[0], first + i);
       for (size_t q = 1; q < seeds.size(); ++q) {
         const double x = value_f(dtype, seeds[q], first + i);
-        acc = op == TMASHMEM_REDUCE_SUM ? acc + x : op == TMASHMEM_REDUCE_MIN ? std::fmin(acc, x)
-                                                                              : std::fmax(acc, x);
+        acc = op == TMASHMEM_REDUCE_SUM   ? acc + x
+              : op == TMASHMEM_REDUCE_MIN ? std::fmin(acc, x)
+                                          : std::fmax(acc, x);
       }
       store_value(dtype, acc, &out[i * es]);
     }

@@ -64,12 +64,12 @@ bool run_case(Buffers& b, const std::string& what, uint32_t dtype, size_t elem,
     const bool inside = i >= kGuard + dest_offset && i < kGuard + dest_offset + want.size();
     if (inside || (i >= kGuard && i < kGuard + dest_offset)) continue;
     if (got[i] != pattern_byte(bg, i) && bad_guard++ < 3)
-      std::printf("[PE %d] %s: guard byte %zd (relative to dest) overwritten: 0x%02x\n",
-                  mpi_rank(), what.c_str(), static_cast<ptrdiff_t>(i - kGuard - dest_offset),
-                  got[i]);
+      std::printf("[PE %d] %s: guard byte %zd (relative to dest) overwritten: 0x%02x\n", mpi_rank(),
+                  what.c_str(), static_cast<ptrdiff_t>(i - kGuard - dest_offset), got[i]);
   }
-  std::vector<uint8_t> data(got.begin() + static_cast<ptrdiff_t>(kGuard + dest_offset),
-                            got.begin() + static_cast<ptrdiff_t>(kGuard + dest_offset + want.size()));
+  std::vector<uint8_t> data(
+      got.begin() + static_cast<ptrdiff_t>(kGuard + dest_offset),
+      got.begin() + static_cast<ptrdiff_t>(kGuard + dest_offset + want.size()));
   const bool same = compare(what.c_str(), dtype, elem, data, want);
   ++b.round;
   return same && bad_guard == 0;
@@ -138,11 +138,11 @@ TEST_CASE("collectives: all-gather, all-to-all, broadcast of raw bytes match the
           const auto part = pattern(seeds[q], 0, bytes);
           want.insert(want.end(), part.begin(), part.end());
         }
-        ok &= run_case(f.b, name("allgather", "bytes", "", bytes, n_sms, mis), 0, 1,
-                       pattern(seeds[me], 0, bytes), mis + 1, mis, want,
-                       [&](uint8_t* d, uint8_t* s) {
-                         return tmashmem_allgather_on_stream(d, s, bytes, n_sms, f.b.stream);
-                       });
+        ok &=
+            run_case(f.b, name("allgather", "bytes", "", bytes, n_sms, mis), 0, 1,
+                     pattern(seeds[me], 0, bytes), mis + 1, mis, want, [&](uint8_t* d, uint8_t* s) {
+                       return tmashmem_allgather_on_stream(d, s, bytes, n_sms, f.b.stream);
+                     });
         if (bytes * size_t(n) > kLarge) continue;
         const auto seeds2 = f.seeds();
         std::vector<uint8_t> want2;
@@ -204,8 +204,8 @@ TEST_CASE("collectives: all-to-all with variable blocks (MoE shape) matches the 
                      pattern(seeds[me], 0, src_cap), 0, 0, want, [&](uint8_t* d, uint8_t* s) {
                        // dest_bytes and src_bytes must agree on every PE: the largest any PE uses.
                        return tmashmem_alltoallv_on_stream(d, kLarge / 4, s, kLarge / 4, f.b.arrays,
-                                                           f.b.arrays + 64, f.b.arrays + 128,
-                                                           n_sms, f.b.stream);
+                                                           f.b.arrays + 64, f.b.arrays + 128, n_sms,
+                                                           f.b.stream);
                      });
     }
   }
@@ -235,8 +235,8 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
                          return tmashmem_reduce_scatter_on_stream(
                              d, s, count, static_cast<tmashmem_dtype_t>(dt), op, n_sms, f.b.stream);
                        });
-        for (int algo : {TMASHMEM_ALLREDUCE_AUTO, TMASHMEM_ALLREDUCE_ONE_SHOT,
-                         TMASHMEM_ALLREDUCE_TWO_SHOT}) {
+        for (int algo :
+             {TMASHMEM_ALLREDUCE_AUTO, TMASHMEM_ALLREDUCE_ONE_SHOT, TMASHMEM_ALLREDUCE_TWO_SHOT}) {
           seeds = f.seeds();
           const char* an = algo == 0 ? " auto" : algo == 1 ? " one-shot" : " two-shot";
           ok &= run_case(f.b, name("allreduce", dtype_name(dt), op_name(op), count, n_sms, mis, an),
@@ -255,25 +255,25 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
     const size_t count = kLarge / elem_bytes(dt);
     for (int algo : {TMASHMEM_ALLREDUCE_ONE_SHOT, TMASHMEM_ALLREDUCE_TWO_SHOT}) {
       const auto seeds = f.seeds();
-      ok &= run_case(f.b, name("allreduce", dtype_name(dt), "sum", count, 0, 0, " 64 MiB"), dt,
-                     elem_bytes(dt), make_input(dt, seeds[me], 0, count), 0, 0,
-                     reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, 0, count),
-                     [&](uint8_t* d, uint8_t* s) {
-                       return tmashmem_allreduce_on_stream(d, s, count,
-                                                           static_cast<tmashmem_dtype_t>(dt),
-                                                           TMASHMEM_REDUCE_SUM, algo, 0, f.b.stream);
-                     });
+      ok &= run_case(
+          f.b, name("allreduce", dtype_name(dt), "sum", count, 0, 0, " 64 MiB"), dt, elem_bytes(dt),
+          make_input(dt, seeds[me], 0, count), 0, 0,
+          reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, 0, count), [&](uint8_t* d, uint8_t* s) {
+            return tmashmem_allreduce_on_stream(d, s, count, static_cast<tmashmem_dtype_t>(dt),
+                                                TMASHMEM_REDUCE_SUM, algo, 0, f.b.stream);
+          });
     }
     const size_t rs_count = count / size_t(n);
     const auto seeds = f.seeds();
-    ok &= run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 64 MiB"),
-                   dt, elem_bytes(dt), make_input(dt, seeds[me], 0, rs_count * size_t(n)), 0, 0,
-                   reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, size_t(me) * rs_count, rs_count),
-                   [&](uint8_t* d, uint8_t* s) {
-                     return tmashmem_reduce_scatter_on_stream(d, s, rs_count,
-                                                              static_cast<tmashmem_dtype_t>(dt),
-                                                              TMASHMEM_REDUCE_SUM, 0, f.b.stream);
-                   });
+    ok &=
+        run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 64 MiB"), dt,
+                 elem_bytes(dt), make_input(dt, seeds[me], 0, rs_count * size_t(n)), 0, 0,
+                 reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, size_t(me) * rs_count, rs_count),
+                 [&](uint8_t* d, uint8_t* s) {
+                   return tmashmem_reduce_scatter_on_stream(d, s, rs_count,
+                                                            static_cast<tmashmem_dtype_t>(dt),
+                                                            TMASHMEM_REDUCE_SUM, 0, f.b.stream);
+                 });
   }
   CHECK(all_ranks(ok));
 }

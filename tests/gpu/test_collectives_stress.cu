@@ -38,9 +38,9 @@ __device__ void record(Failure* f, uint64_t round, int step, uint64_t index, uin
 }
 
 const char* step_name(unsigned long long step) {
-  static const char* const names[] = {"allreduce i32 sum", "allgather bytes", "alltoall bytes",
-                                      "device allgather_block", "device allreduce_block max",
-                                      "tile all-gather", "tile reduce"};
+  static const char* const names[] = {
+      "allreduce i32 sum",          "allgather bytes", "alltoall bytes", "device allgather_block",
+      "device allreduce_block max", "tile all-gather", "tile reduce"};
   return step < 7 ? names[step] : "?";
 }
 
@@ -88,7 +88,8 @@ __global__ void check(const int32_t* sum, size_t count, const uint8_t* gathered,
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < a2a_bytes * size_t(n);
        i += size_t(gridDim.x) * blockDim.x) {
     const int p = static_cast<int>(i / a2a_bytes);  // the sender
-    const uint8_t want = pattern_byte(round_seed(b, round, p), size_t(me) * a2a_bytes + i % a2a_bytes);
+    const uint8_t want =
+        pattern_byte(round_seed(b, round, p), size_t(me) * a2a_bytes + i % a2a_bytes);
     if (a2a[i] != want) record(f, round, 2, i, want, a2a[i]);
   }
 }
@@ -122,9 +123,9 @@ struct Stress {
   void release() {
     cudaFree(base);
     cudaFree(failure);
-    for (void* p : {static_cast<void*>(a2a_dst), static_cast<void*>(a2a_src),
-                    static_cast<void*>(ag_dst), static_cast<void*>(ag_src),
-                    static_cast<void*>(sum), static_cast<void*>(ints)})
+    for (void* p :
+         {static_cast<void*>(a2a_dst), static_cast<void*>(a2a_src), static_cast<void*>(ag_dst),
+          static_cast<void*>(ag_src), static_cast<void*>(sum), static_cast<void*>(ints)})
       tmashmem_free(p);
   }
 
@@ -193,8 +194,8 @@ TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") 
     const uint64_t base = seed_for(0x6A4F, 0, uint64_t(r));
     // Pageable host memory: cudaMemcpyAsync returns once the value is staged, so the
     // local variable may go out of scope.
-    ok &= GPU_TEST_CUDA(
-        cudaMemcpyAsync(t.base, &base, sizeof base, cudaMemcpyHostToDevice, stream));
+    ok &=
+        GPU_TEST_CUDA(cudaMemcpyAsync(t.base, &base, sizeof base, cudaMemcpyHostToDevice, stream));
     ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
   }
   ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
@@ -255,7 +256,8 @@ __global__ void compute_and_communicate(const __grid_constant__ tmashmem_ctx_t c
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
       uint32_t common = 0;
       for (int q = 0; q < n; ++q)
-        common += uint32_t(q + 1) * static_cast<uint32_t>(value_i(round_seed(base, uint64_t(r), q), i));
+        common +=
+            uint32_t(q + 1) * static_cast<uint32_t>(value_i(round_seed(base, uint64_t(r), q), i));
       int32_t want = static_cast<int32_t>(common);  // p = 0
       for (int p = 1; p < n; ++p) {
         const int32_t v = static_cast<int32_t>(common + uint32_t(p));
@@ -308,7 +310,8 @@ constexpr int kTileRows = 8, kTileCols = 64;  // one f32 tile: 8 rows of 256 byt
 __host__ __device__ inline float tile_value(uint64_t base, uint64_t round, int pe, int which,
                                             uint64_t i) {
   // Small integers: sums over up to 64 PEs are exact in f32, whatever the order.
-  return static_cast<float>(static_cast<int>(hash32(round_seed(base, round * 2 + uint64_t(which), pe), i) % 64u) - 32);
+  return static_cast<float>(
+      static_cast<int>(hash32(round_seed(base, round * 2 + uint64_t(which), pe), i) % 64u) - 32);
 }
 
 // Per round, on one CTA and its own two slots: a tile all-gather (each PE's rows of `g`
@@ -349,15 +352,17 @@ __global__ void tile_collectives(const __grid_constant__ tmashmem_ctx_t ctx, tma
         tmashmem::coll_tile_complete();
       }
     };
-    tmashmem::Status s = tmashmem::coll_exchange(ctx, st, 0, peers, peers, [] {}, gather,
-                                                 timeout_ns, "test tile all-gather");
+    tmashmem::Status s = tmashmem::coll_exchange(
+        ctx, st, 0, peers, peers, [] {}, gather, timeout_ns, "test tile all-gather");
     if (__syncthreads_or(failed) || s != tmashmem::Status::Ok) {
       if (tid == 0) record(f, uint64_t(round), 5, ~0ull, 0, 1);
       return;
     }
     for (int i = static_cast<int>(tid); i < n * cells; i += blockDim.x) {
       const float want = tile_value(base, uint64_t(round), i / cells, 0, uint64_t(i % cells));
-      if (gd[i] != want) record(f, uint64_t(round), 5, uint64_t(i), uint64_t(int64_t(want)), uint64_t(int64_t(gd[i])));
+      if (gd[i] != want)
+        record(f, uint64_t(round), 5, uint64_t(i), uint64_t(int64_t(want)),
+               uint64_t(int64_t(gd[i])));
     }
     const int owner = round % n;
     auto init = [&] {
@@ -387,7 +392,9 @@ __global__ void tile_collectives(const __grid_constant__ tmashmem_ctx_t ctx, tma
       for (int i = static_cast<int>(tid); i < cells; i += blockDim.x) {
         float want = 0;
         for (int q = 0; q < n; ++q) want += tile_value(base, uint64_t(round), q, 1, uint64_t(i));
-        if (rd[i] != want) record(f, uint64_t(round), 6, uint64_t(i), uint64_t(int64_t(want)), uint64_t(int64_t(rd[i])));
+        if (rd[i] != want)
+          record(f, uint64_t(round), 6, uint64_t(i), uint64_t(int64_t(want)),
+                 uint64_t(int64_t(rd[i])));
       }
   }
 }

@@ -76,17 +76,17 @@ TEST_CASE("collectives: bad arguments are refused before any launch, naming valu
   // Valid calls pass every check (and then meet the missing device library).
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 100, 0, s), "allgather");
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 100, 0, s), "allgather");  // cached
-  ok &= REACHES_LAUNCH(tmashmem_reduce_scatter_on_stream(b, a, 3, TMASHMEM_DTYPE_BF16,
-                                                         TMASHMEM_REDUCE_MAX, 2, s),
-                       "reduce_scatter");
+  ok &= REACHES_LAUNCH(
+      tmashmem_reduce_scatter_on_stream(b, a, 3, TMASHMEM_DTYPE_BF16, TMASHMEM_REDUCE_MAX, 2, s),
+      "reduce_scatter");
   for (int algo = 0; algo <= 2; ++algo)
     ok &= REACHES_LAUNCH(tmashmem_allreduce_on_stream(b, a, 1001, TMASHMEM_DTYPE_I32,
                                                       TMASHMEM_REDUCE_MIN, algo, 0, s),
                          "allreduce");
   ok &= REACHES_LAUNCH(tmashmem_alltoall_on_stream(b, a, 7, 1, s), "alltoall");
-  ok &= REACHES_LAUNCH(tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays, arrays + 64,
-                                                    arrays + 128, 0, s),
-                       "alltoallv");
+  ok &= REACHES_LAUNCH(
+      tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays, arrays + 64, arrays + 128, 0, s),
+      "alltoallv");
   ok &= REACHES_LAUNCH(tmashmem_broadcast_on_stream(b, a, 9, n - 1, 0, s), "broadcast");
   ok &= REACHES_LAUNCH(tmashmem_broadcast_on_stream(a, a, 9, 0, 0, s), "broadcast");  // in place
   // Zero-sized calls are no-ops once the arguments agree.
@@ -116,23 +116,23 @@ TEST_CASE("collectives: bad arguments are refused before any launch, naming valu
   ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_U8, TMASHMEM_REDUCE_SUM,
                                            TMASHMEM_ALLREDUCE_AUTO, 0, s),
               TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_DTYPE_U8", "cannot be reduced");
-  ok &= FAILS(tmashmem_reduce_scatter_on_stream(b, a, 16, TMASHMEM_DTYPE_F64, TMASHMEM_REDUCE_MAX,
-                                                0, s),
-              TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_DTYPE_F64");
-  ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F16, 7,
-                                           TMASHMEM_ALLREDUCE_AUTO, 0, s),
-              TMASHMEM_ERROR_INVALID_VALUE, "op 7", "TMASHMEM_DTYPE_F16", "TMASHMEM_REDUCE_SUM");
-  ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM, 9,
-                                           0, s),
-              TMASHMEM_ERROR_INVALID_VALUE, "algo 9", "_TWO_SHOT (2)");
-  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 8, n, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
-              "root", "out of range");
+  ok &= FAILS(
+      tmashmem_reduce_scatter_on_stream(b, a, 16, TMASHMEM_DTYPE_F64, TMASHMEM_REDUCE_MAX, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_DTYPE_F64");
+  ok &= FAILS(
+      tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F16, 7, TMASHMEM_ALLREDUCE_AUTO, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "op 7", "TMASHMEM_DTYPE_F16", "TMASHMEM_REDUCE_SUM");
+  ok &= FAILS(
+      tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM, 9, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "algo 9", "_TWO_SHOT (2)");
+  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 8, n, 0, s), TMASHMEM_ERROR_INVALID_VALUE, "root",
+              "out of range");
   ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 8, -1, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
               "root -1");
   ok &= FAILS(tmashmem_allgather_on_stream(b, a, 8, 33, s), TMASHMEM_ERROR_INVALID_VALUE,
               "n_sms 33", "0 for the default");
-  ok &= FAILS(tmashmem_alltoall_on_stream(b, a, 8, -1, s), TMASHMEM_ERROR_INVALID_VALUE,
-              "n_sms -1");
+  ok &=
+      FAILS(tmashmem_alltoall_on_stream(b, a, 8, -1, s), TMASHMEM_ERROR_INVALID_VALUE, "n_sms -1");
   ok &= FAILS(tmashmem_allgather_on_stream(b, a, SIZE_MAX / 2 + 1, 0, s),
               TMASHMEM_ERROR_INVALID_VALUE, n > 1 ? "overflows" : "symmetric heap");
 
@@ -142,11 +142,11 @@ TEST_CASE("collectives: bad arguments are refused before any launch, naming valu
   ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays, arrays,
                                            reinterpret_cast<const uint64_t*>(host), 0, s),
               TMASHMEM_ERROR_INVALID_VALUE, "recv_offsets", "symmetric heap");
-  ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays,
-                                           reinterpret_cast<const uint64_t*>(
-                                               reinterpret_cast<char*>(arrays) + 4),
-                                           arrays, 0, s),
-              TMASHMEM_ERROR_INVALID_VALUE, "send_offsets", "8-byte aligned");
+  ok &= FAILS(
+      tmashmem_alltoallv_on_stream(
+          b, 512, a, 512, arrays,
+          reinterpret_cast<const uint64_t*>(reinterpret_cast<char*>(arrays) + 4), arrays, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "send_offsets", "8-byte aligned");
   ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, reinterpret_cast<uint64_t*>(b), arrays,
                                            arrays, 0, s),
               TMASHMEM_ERROR_INVALID_VALUE, "send_counts", "overlaps", "dest");
@@ -172,9 +172,8 @@ TEST_CASE("collectives: different arguments on different PEs are a symmetry erro
   const tmashmem_stream_t s = no_stream();
   bool ok = true;
   // A count that differs on PE 1: every PE sees the same error, naming the argument.
-  ok &= FAILS(tmashmem_allgather_on_stream(b, a, me == 1 ? 128 : 64, 0, s),
-              TMASHMEM_ERROR_SYMMETRY, "tmashmem_allgather_on_stream", "size = 64 on PE 0",
-              "128 on PE 1");
+  ok &= FAILS(tmashmem_allgather_on_stream(b, a, me == 1 ? 128 : 64, 0, s), TMASHMEM_ERROR_SYMMETRY,
+              "tmashmem_allgather_on_stream", "size = 64 on PE 0", "128 on PE 1");
   ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 100, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
                                            TMASHMEM_ALLREDUCE_AUTO, me == 1 ? 2 : 1, s),
               TMASHMEM_ERROR_SYMMETRY, "CTAs", "1 on PE 0", "2 on PE 1");

@@ -44,15 +44,24 @@ inline bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "-b") o->min_bytes = parse_size(v);
-    else if (k == "-e") o->max_bytes = parse_size(v);
-    else if (k == "-f") o->factor = parse_size(v);
-    else if (k == "-g") o->gpus = std::atoi(v);
-    else if (k == "-n") o->iters = std::atoi(v);
-    else if (k == "-w") o->warmup = std::atoi(v);
-    else if (k == "-t") o->test = v;
-    else if (k == "-m") o->n_sms = std::atoi(v);
-    else if (k == "-a") o->algo = std::atoi(v);
+    if (k == "-b")
+      o->min_bytes = parse_size(v);
+    else if (k == "-e")
+      o->max_bytes = parse_size(v);
+    else if (k == "-f")
+      o->factor = parse_size(v);
+    else if (k == "-g")
+      o->gpus = std::atoi(v);
+    else if (k == "-n")
+      o->iters = std::atoi(v);
+    else if (k == "-w")
+      o->warmup = std::atoi(v);
+    else if (k == "-t")
+      o->test = v;
+    else if (k == "-m")
+      o->n_sms = std::atoi(v);
+    else if (k == "-a")
+      o->algo = std::atoi(v);
     else {
       std::fprintf(stderr, "unknown option %s (see tools/perf/coll/coll_perf.h)\n", k.c_str());
       return false;
@@ -88,8 +97,8 @@ inline int rank() {
 inline void header(const char* impl, int n) {
   if (rank() != 0) return;
   std::printf("# %s collectives, %d ranks, float\n", impl, n);
-  std::printf("# %-8s %-14s %12s %12s %10s %10s %10s\n", "impl", "collective", "size(B)",
-              "count", "time(us)", "algbw", "busbw");
+  std::printf("# %-8s %-14s %12s %12s %10s %10s %10s\n", "impl", "collective", "size(B)", "count",
+              "time(us)", "algbw", "busbw");
 }
 
 // Prints one row from this rank's mean time per call; the slowest rank's time counts.

@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
       else if (coll == "allgather")
         call = [&] { nvshmemx_float_fcollect_on_stream(team, dst, src, s.send / 4, stream); };
       else if (coll == "reducescatter")
-        call = [&] { nvshmemx_float_sum_reducescatter_on_stream(team, dst, src, s.recv / 4, stream); };
+        call = [&] {
+          nvshmemx_float_sum_reducescatter_on_stream(team, dst, src, s.recv / 4, stream);
+        };
       else if (coll == "alltoall")
         call = [&] { nvshmemx_float_alltoall_on_stream(team, dst, src, size / n / 4, stream); };
       else

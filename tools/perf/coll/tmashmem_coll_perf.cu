@@ -122,7 +122,9 @@ int main(int argc, char** argv) {
                    "allreduce");
         };
       else if (coll == "allgather")
-        tm = [&] { check_tm(tmashmem_allgather_on_stream(dst, src, s.send, o.n_sms, stream), "allgather"); };
+        tm = [&] {
+          check_tm(tmashmem_allgather_on_stream(dst, src, s.send, o.n_sms, stream), "allgather");
+        };
       else if (coll == "reducescatter")
         tm = [&] {
           check_tm(tmashmem_reduce_scatter_on_stream(dst, src, count, TMASHMEM_DTYPE_F32,
@@ -130,9 +132,13 @@ int main(int argc, char** argv) {
                    "reduce_scatter");
         };
       else if (coll == "alltoall")
-        tm = [&] { check_tm(tmashmem_alltoall_on_stream(dst, src, size / n, o.n_sms, stream), "alltoall"); };
+        tm = [&] {
+          check_tm(tmashmem_alltoall_on_stream(dst, src, size / n, o.n_sms, stream), "alltoall");
+        };
       else
-        tm = [&] { check_tm(tmashmem_broadcast_on_stream(dst, src, size, 0, o.n_sms, stream), "broadcast"); };
+        tm = [&] {
+          check_tm(tmashmem_broadcast_on_stream(dst, src, size, 0, o.n_sms, stream), "broadcast");
+        };
       row("tmashmem", coll, size, n, time_calls(o, stream, tm));
 #ifdef TMASHMEM_COLL_PERF_NCCL
       if (use_nccl) {
@@ -147,8 +153,10 @@ int main(int argc, char** argv) {
           nc = [&] {
             ncclGroupStart();
             for (int q = 0; q < n; ++q) {
-              ncclSend(static_cast<char*>(src) + size / n * q, size / n / 4, ncclFloat, q, comm, stream);
-              ncclRecv(static_cast<char*>(dst) + size / n * q, size / n / 4, ncclFloat, q, comm, stream);
+              ncclSend(static_cast<char*>(src) + size / n * q, size / n / 4, ncclFloat, q, comm,
+                       stream);
+              ncclRecv(static_cast<char*>(dst) + size / n * q, size / n / 4, ncclFloat, q, comm,
+                       stream);
             }
             ncclGroupEnd();
           };

@@ -5,7 +5,9 @@
 //  - CollMode::Pull reads each peer's src (src symmetric; dest any memory of this GPU);
 //  - CollMode::Push writes into each peer's dest (dest symmetric; src any memory).
 // Both run coll_exchange (exchange.cuh): on Ok, dest is complete here and src may be
-// reused. The engine is `how` (copy.cuh). Collective over the CTA.
+// reused. The engine is `how` (copy.cuh). Collective over the CTA. With a multicast
+// object the push form's n_pes - 1 stores become one store to the multicast address
+// (tmashmem/device/multicast.cuh plugs in there; docs/collectives.md).
 #pragma once
 
 #include <stddef.h>
@@ -38,11 +40,11 @@ __device__ __forceinline__ Status allgather_block(const Ctx& ctx, const CollStat
       if (mode == CollMode::Pull)
         coll_copy_block(d + size_t(q) * bytes + s.offset, ptr(ctx, from, q), s.len, how, scratch);
       else
-        coll_copy_block(ptr(ctx, d + size_t(me) * bytes + s.offset, q), from, s.len, how,
-                        scratch);
+        coll_copy_block(ptr(ctx, d + size_t(me) * bytes + s.offset, q), from, s.len, how, scratch);
     }
   };
-  return coll_exchange(ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem

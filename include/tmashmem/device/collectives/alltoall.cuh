@@ -44,7 +44,8 @@ __device__ __forceinline__ Status alltoall_block(const Ctx& ctx, const CollState
                         scratch);
     }
   };
-  return coll_exchange(ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
 }
 
 namespace detail {
@@ -83,7 +84,8 @@ __device__ __forceinline__ Status alltoallv_block(
                       static_cast<const char*>(src) + soff + s.offset, s.len, how, scratch);
     }
   };
-  return coll_exchange(ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem

@@ -31,7 +31,8 @@ __device__ __forceinline__ Status broadcast_block(const Ctx& ctx, const CollStat
       coll_copy_block(d, ptr(ctx, f, root), s.len, how, scratch);
     }
   };
-  return coll_exchange(ctx, st, slot, announce, visit, [] {}, body, timeout_ns, what);
+  return coll_exchange(
+      ctx, st, slot, announce, visit, [] {}, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem

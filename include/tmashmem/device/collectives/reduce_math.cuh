@@ -47,7 +47,9 @@ struct CollElem<TMASHMEM_DTYPE_F16> {
   using Bits = uint16_t;
   using Acc = float;
   __device__ static __forceinline__ Acc load(Bits x) { return __half2float(__ushort_as_half(x)); }
-  __device__ static __forceinline__ Bits store(Acc x) { return __half_as_ushort(__float2half_rn(x)); }
+  __device__ static __forceinline__ Bits store(Acc x) {
+    return __half_as_ushort(__float2half_rn(x));
+  }
 };
 
 template <>
@@ -80,17 +82,22 @@ namespace detail {
 
 template <RedOp Op>
 __device__ __forceinline__ float coll_combine(float a, float b) {
-  if constexpr (Op == RedOp::Sum) return a + b;
-  else if constexpr (Op == RedOp::Min) return fminf(a, b);
-  else return fmaxf(a, b);
+  if constexpr (Op == RedOp::Sum)
+    return a + b;
+  else if constexpr (Op == RedOp::Min)
+    return fminf(a, b);
+  else
+    return fmaxf(a, b);
 }
 
 template <RedOp Op>
 __device__ __forceinline__ int32_t coll_combine(int32_t a, int32_t b) {
   if constexpr (Op == RedOp::Sum)
     return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
-  else if constexpr (Op == RedOp::Min) return a < b ? a : b;
-  else return a > b ? a : b;
+  else if constexpr (Op == RedOp::Min)
+    return a < b ? a : b;
+  else
+    return a > b ? a : b;
 }
 
 // One 16-byte vector of elements.
@@ -149,7 +156,8 @@ __device__ __forceinline__ void coll_reduce_pes(const Ctx& ctx, void* dst, const
   for (size_t i = head + tid; i < count; i += threads) {
     Acc acc = E::load(reinterpret_cast<const Bits*>(base)[i]);
     for (int q = 1; q < n; ++q)
-      acc = detail::coll_combine<Op>(acc, E::load(reinterpret_cast<const Bits*>(base + q * stride)[i]));
+      acc = detail::coll_combine<Op>(acc,
+                                     E::load(reinterpret_cast<const Bits*>(base + q * stride)[i]));
     out[i] = E::store(acc);
   }
 }

@@ -31,7 +31,8 @@ __device__ __forceinline__ Status reduce_scatter_block(const Ctx& ctx, const Col
   auto body = [&] {
     coll_reduce_pes<D, Op>(ctx, static_cast<char*>(dest) + s.offset, chunk + s.offset, s.len / es);
   };
-  return coll_exchange(ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem

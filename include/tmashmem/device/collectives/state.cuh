@@ -37,9 +37,9 @@ constexpr int kCollPadSlots = static_cast<int>(TMASHMEM_SIGNAL_PAD_COLL_SLOTS);
 
 /// Where a collective's epochs and signals live (POD; pass by value).
 struct CollState {
-  uint64_t* epochs; ///< [slots], this PE's call counters (local)
-  uint64_t* ready;  ///< [slots][kCollMaxPes], symmetric: ready[b * kCollMaxPes + q] written by q
-  uint64_t* done;   ///< the same for "done"
+  uint64_t* epochs;  ///< [slots], this PE's call counters (local)
+  uint64_t* ready;   ///< [slots][kCollMaxPes], symmetric: ready[b * kCollMaxPes + q] written by q
+  uint64_t* done;    ///< the same for "done"
   int slots;
 };
 
