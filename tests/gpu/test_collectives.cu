@@ -293,3 +293,82 @@ TEST_CASE("collectives: a buffer outside the heap is refused on the GPU build to
   cudaFree(local);
   CHECK(all_ranks(ok));
 }
+
+TEST_CASE(
+    "collectives: all-reduce of inexact floats is bit-identical on every PE and within "
+    "fp32 rounding of the exact sum") {
+  Fixture f;
+  REQUIRE(all_ranks(f.ready));
+  const int n = f.s.n, me = f.s.me;
+  bool ok = true;
+  const size_t count = 100003;
+  for (int algo : {TMASHMEM_ALLREDUCE_ONE_SHOT, TMASHMEM_ALLREDUCE_TWO_SHOT}) {
+    for (uint32_t dt : {uint32_t(TMASHMEM_DTYPE_F32), uint32_t(TMASHMEM_DTYPE_BF16)}) {
+      // x = u * 2^k with u in [-1, 1) and k in [-8, 8): sums round in fp32.
+      auto value = [&](int pe, size_t i) {
+        const uint32_t h = hash32(seed_for(0xF10A7, pe, f.b.round), i);
+        const double u = (static_cast<double>(h >> 8) / double(1u << 24)) * 2.0 - 1.0;
+        return std::ldexp(u, static_cast<int>(h & 15u) - 8);
+      };
+      const size_t es = elem_bytes(dt);
+      std::vector<uint8_t> in(count * es);
+      std::vector<double> stored(size_t(n) * count);  // each PE's inputs as stored
+      for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < count; ++i) {
+          uint8_t bits[4];
+          store_value(dt, value(q, i), bits);
+          if (q == me) std::memcpy(&in[i * es], bits, es);
+          float back;
+          if (dt == TMASHMEM_DTYPE_F32) {
+            std::memcpy(&back, bits, 4);
+          } else {
+            uint32_t w = uint32_t(bits[0] | (bits[1] << 8)) << 16;
+            std::memcpy(&back, &w, 4);
+          }
+          stored[size_t(q) * count + i] = back;
+        }
+      uint8_t* d = f.b.dst + kGuard;
+      uint8_t* s = f.b.src + kGuard;
+      ok &= GPU_TEST_CUDA(cudaMemcpy(s, in.data(), in.size(), cudaMemcpyHostToDevice));
+      ok &= GPU_TEST_TM(tmashmem_allreduce_on_stream(d, s, count, static_cast<tmashmem_dtype_t>(dt),
+                                                     TMASHMEM_REDUCE_SUM, algo, 0, f.b.stream));
+      ok &= GPU_TEST_CUDA(cudaStreamSynchronize(f.b.stream));
+      std::vector<uint8_t> got(count * es), pe0(count * es);
+      ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost));
+      pe0 = got;
+      MPI_Bcast(pe0.data(), static_cast<int>(pe0.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+      size_t differ = 0, outside = 0;
+      for (size_t i = 0; i < count; ++i) {
+        if (std::memcmp(&got[i * es], &pe0[i * es], es) != 0 && differ++ < 3)
+          std::printf("[PE %d] allreduce %s algo %d: element %zu differs from PE 0's\n", mpi_rank(),
+                      dtype_name(dt), algo, i);
+        double exact = 0, magnitude = 0;
+        for (int q = 0; q < n; ++q) {
+          exact += stored[size_t(q) * count + i];
+          magnitude += std::fabs(stored[size_t(q) * count + i]);
+        }
+        float seen;
+        if (dt == TMASHMEM_DTYPE_F32) {
+          std::memcpy(&seen, &got[i * 4], 4);
+        } else {
+          uint32_t w = uint32_t(got[i * 2] | (got[i * 2 + 1] << 8)) << 16;
+          std::memcpy(&seen, &w, 4);
+        }
+        // n - 1 fp32 additions, then (bf16) one rounding to 8 significant bits.
+        const double bound = double(n) * 0x1p-24 * magnitude +
+                             (dt == TMASHMEM_DTYPE_BF16 ? 0x1p-8 * std::fabs(exact) : 0.0) + 1e-30;
+        if (std::fabs(double(seen) - exact) > bound && outside++ < 3)
+          std::printf("[PE %d] allreduce %s algo %d: element %zu = %.9g, exact %.9g, bound %.3g\n",
+                      mpi_rank(), dtype_name(dt), algo, i, double(seen), exact, bound);
+      }
+      if (differ || outside)
+        std::printf(
+            "[PE %d] allreduce %s algo %d: %zu elements differ from PE 0, %zu outside the "
+            "bound\n",
+            mpi_rank(), dtype_name(dt), algo, differ, outside);
+      ok &= differ == 0 && outside == 0;
+      ++f.b.round;
+    }
+  }
+  CHECK(all_ranks(ok));
+}
