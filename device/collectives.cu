@@ -164,7 +164,7 @@ CudaOutcome launch(const CollArgs& args, CUstream stream) {
   return outcome(cudaGetLastError());
 }
 
-const CollectiveKernels kKernels = {launch, kThreads};
+const CollectiveKernels kKernels = {launch};
 
 struct Registration {
   Registration() { register_collective_kernels(&kKernels); }

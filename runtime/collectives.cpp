@@ -235,7 +235,6 @@ int n_pes_or_zero() { return tmashmem_n_pes() > 0 ? tmashmem_n_pes() : 0; }
 }  // namespace
 
 void register_collective_kernels(const CollectiveKernels* kernels) { g_coll_kernels = kernels; }
-const CollectiveKernels* collective_kernels() { return g_coll_kernels; }
 
 }  // namespace tmashmem
 

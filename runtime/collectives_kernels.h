@@ -42,12 +42,9 @@ struct CollArgs {
 struct CollectiveKernels {
   // Launches the collective kernel on `stream` (the runtime's device is current).
   CudaOutcome (*launch)(const CollArgs& args, CUstream stream);
-  // Threads of every CTA the kernels run with.
-  int threads_per_block;
 };
 
 // Called once by device/collectives.cu; `kernels` must outlive the process.
 void register_collective_kernels(const CollectiveKernels* kernels);
-const CollectiveKernels* collective_kernels();
 
 }  // namespace tmashmem
