@@ -13,6 +13,7 @@
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/atomic.cuh"
 #include "tmashmem/device/barrier.cuh"
+#include "tmashmem/device/collectives/all.cuh"
 #include "tmashmem/device/bulk.cuh"
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/multicast.cuh"

@@ -272,5 +272,7 @@ tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, u
 
 /* Symmetric tensors (host object and device handle) are part of the C API. */
 #include "tmashmem/tensor.h"
+/* Collectives on a stream (all-gather, reduce-scatter, all-reduce, all-to-all, broadcast). */
+#include "tmashmem/collectives.h"
 
 #endif /* TMASHMEM_TMASHMEM_H */

@@ -13,7 +13,11 @@
  *   128        128    grid_generation  device barriers this PE has completed (this PE's GPU)
  *   256        8192   barrier_epoch[q] device barriers PE q has entered, written only by PE q
  *                                      (a remote store from q's GPU), read only by this PE
- *   8448       57088  reserved         zero; for later library use (collectives, ...)
+ *   8448       256    coll_epoch[b]    collective steps this PE ran on signal slot b
+ *                                      (this PE's GPU only; tmashmem/device/collectives/)
+ *   8704       16384  coll_ready[b][q] PE q's latest "ready" epoch on slot b, written by q
+ *   25088      16384  coll_done[b][q]  PE q's latest "done" epoch on slot b, written by q
+ *   41472      24064  reserved         zero; for later library use
  *
  * Who writes what: grid_arrived and grid_generation are touched by this PE's GPU
  * only; barrier_epoch[q] by PE q only. Each lives on its own 128-byte line or in an
@@ -28,11 +32,16 @@
 
 /* Bump when the layout below changes (the pad is library-private, so host and
  * device code of one build always agree; the number is for readers and tools). */
-#define TMASHMEM_SIGNAL_PAD_LAYOUT_VERSION 1u
+#define TMASHMEM_SIGNAL_PAD_LAYOUT_VERSION 2u
 
 /* PEs the barrier slots can address. The device barrier also needs every PE to be
  * load/store reachable, which tmashmem_ctx_t limits to 64 today. */
 #define TMASHMEM_SIGNAL_PAD_MAX_PES 1024u
+
+/* Signal slots (one per concurrently running CTA of a collective) and PEs the
+ * collectives' region addresses (tmashmem/device/collectives/state.cuh). */
+#define TMASHMEM_SIGNAL_PAD_COLL_SLOTS 32u
+#define TMASHMEM_SIGNAL_PAD_COLL_PES 64u
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,7 +53,11 @@ typedef struct tmashmem_signal_pad {
   uint64_t grid_generation;
   uint64_t grid_generation_line_[15];
   uint64_t barrier_epoch[TMASHMEM_SIGNAL_PAD_MAX_PES];
-  uint64_t reserved[(TMASHMEM_SIGNAL_PAD_BYTES - 256u) / 8u - TMASHMEM_SIGNAL_PAD_MAX_PES];
+  uint64_t coll_epoch[TMASHMEM_SIGNAL_PAD_COLL_SLOTS];
+  uint64_t coll_ready[TMASHMEM_SIGNAL_PAD_COLL_SLOTS * TMASHMEM_SIGNAL_PAD_COLL_PES];
+  uint64_t coll_done[TMASHMEM_SIGNAL_PAD_COLL_SLOTS * TMASHMEM_SIGNAL_PAD_COLL_PES];
+  uint64_t reserved[(TMASHMEM_SIGNAL_PAD_BYTES - 256u) / 8u - TMASHMEM_SIGNAL_PAD_MAX_PES -
+                    TMASHMEM_SIGNAL_PAD_COLL_SLOTS * (1u + 2u * TMASHMEM_SIGNAL_PAD_COLL_PES)];
 } tmashmem_signal_pad_t;
 
 #ifdef __cplusplus

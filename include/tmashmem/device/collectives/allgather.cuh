@@ -1,0 +1,50 @@
+// All-gather of contiguous blocks: `dest` (n_pes * bytes) on every PE receives PE q's
+// `src` (bytes) at q * bytes. One CTA moves part `part` of `parts` of every PE's block
+// (coll_slice, 16-byte boundaries); every PE calls with the same part, parts and slot.
+//
+//  - CollMode::Pull reads each peer's src (src symmetric; dest any memory of this GPU);
+//  - CollMode::Push writes into each peer's dest (dest symmetric; src any memory).
+// Both run coll_exchange (exchange.cuh): on Ok, dest is complete here and src may be
+// reused. The engine is `how` (copy.cuh). Collective over the CTA. With a multicast
+// object the push form's n_pes - 1 stores become one store to the multicast address
+// (tmashmem/device/multicast.cuh plugs in there; docs/collectives.md).
+#pragma once
+
+#include <stddef.h>
+
+#include "tmashmem/device/collectives/copy.cuh"
+#include "tmashmem/device/collectives/exchange.cuh"
+
+namespace tmashmem {
+
+/// Who moves the data of a collective.
+enum class CollMode : int {
+  Pull = 0,  ///< each PE reads its peers' buffers
+  Push = 1,  ///< each PE writes into its peers' buffers
+};
+
+__device__ __forceinline__ Status allgather_block(const Ctx& ctx, const CollState& st, int slot,
+                                                  void* dest, const void* src, size_t bytes,
+                                                  int part, int parts, CollMode mode, CollCopy how,
+                                                  CollScratch scratch, uint64_t timeout_ns,
+                                                  const char* what = "allgather") {
+  const CollSlice s = coll_slice(bytes, part, parts);
+  char* d = static_cast<char*>(dest);
+  const char* from = static_cast<const char*>(src) + s.offset;
+  const int me = ctx.my_pe;
+  const uint64_t peers = coll_all_peers(ctx);
+  auto body = [&] {
+    coll_copy_block(d + size_t(me) * bytes + s.offset, from, s.len, how, scratch);
+    for (int k = 1; k < ctx.n_pes; ++k) {
+      const int q = coll_peer(ctx, k);
+      if (mode == CollMode::Pull)
+        coll_copy_block(d + size_t(q) * bytes + s.offset, ptr(ctx, from, q), s.len, how, scratch);
+      else
+        coll_copy_block(ptr(ctx, d + size_t(me) * bytes + s.offset, q), from, s.len, how, scratch);
+    }
+  };
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+}
+
+}  // namespace tmashmem

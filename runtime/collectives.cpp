@@ -1,0 +1,324 @@
+// The on-stream collectives (tmashmem/collectives.h), host half: argument checks (before
+// anything is enqueued), the symmetry check, the choice of CTAs, algorithm and copy
+// engine, and the launch through the device library's table
+// (runtime/collectives_kernels.h, device/collectives.cu), in the pattern of
+// runtime/on_stream.cpp. Nothing here synchronises the host or allocates device memory,
+// so every call can be captured into a CUDA graph: the kernel takes its arguments by
+// value and reads its epochs from the signal pad when it runs.
+#include "tmashmem/collectives.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/collectives_check.h"
+#include "runtime/collectives_kernels.h"
+#include "runtime/driver.h"
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+#include "runtime/stream_kernels.h"
+#include "tmashmem/device/signal_pad.h"
+
+namespace tmashmem {
+namespace {
+
+const CollectiveKernels* g_coll_kernels = nullptr;
+
+static_assert(TMASHMEM_COLL_MAX_SMS == TMASHMEM_SIGNAL_PAD_COLL_SLOTS,
+              "one signal-pad slot per CTA of a collective");
+
+// Data per CTA below which another CTA does not pay for its handshake.
+constexpr size_t kBytesPerCta = 32 * 1024;
+// Per-CTA slices from this size on move with bulk copies (the TMA unit), below it with
+// the SMs' own loads and stores (no staging round trip for small pieces).
+constexpr size_t kBulkSliceBytes = 64 * 1024;
+
+// What the public calls hand to `run`.
+struct Request {
+  CollKind kind;
+  const char* call;
+  void* dest;
+  size_t dest_bytes;  // bytes of dest the call touches on this PE
+  const void* src;
+  size_t src_bytes;
+  uint64_t size;  // the call's own size argument (bytes or elements)
+  uint32_t dtype = TMASHMEM_DTYPE_U8;
+  int op = TMASHMEM_REDUCE_SUM;
+  int algo = TMASHMEM_ALLREDUCE_AUTO;
+  int root = 0;
+  int n_sms = 0;
+  size_t per_pe_bytes = 0;  // data per PE that the CTAs split (for the default CTA count)
+  const uint64_t* arrays[3] = {nullptr, nullptr, nullptr};  // alltoallv
+  bool in_place_ok = false;
+};
+
+bool every_pe_reachable(const Runtime& rt) {
+  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
+  for (int s = 0; s < rt.n_local_pes; ++s)
+    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
+  return true;
+}
+
+// SMs of the runtime's device (asked once per init; the caller holds the lock).
+int device_sms(const Runtime& rt) {
+  static CUdevice asked_for = -1;
+  static uint64_t asked_job = 0;
+  static int sms = 0;
+  if (asked_for != rt.device || asked_job != rt.job_id || sms <= 0) {
+    int value = 0;
+    if (driver().cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                      rt.device) != CUDA_SUCCESS)
+      value = 0;
+    sms = value > 0 ? value : 64;
+    asked_for = rt.device;
+    asked_job = rt.job_id;
+  }
+  return sms;
+}
+
+// The default CTA count (collectives.h): half of this PE's share of the SMs, at most
+// TMASHMEM_COLL_MAX_SMS, and one CTA per kBytesPerCta of data per PE. Half, because the
+// collectives' CTAs spend most of their time waiting for memory, and a kernel overlapped
+// with them keeps the rest; the share, because PEs sharing one GPU (under MPS) must all
+// have their CTAs resident at once for the handshakes to progress.
+int default_ctas(const Runtime& rt, size_t per_pe_bytes) {
+  const int sharing = rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
+  int ctas = std::max(1, device_sms(rt) / (2 * sharing));
+  ctas = std::min(ctas, TMASHMEM_COLL_MAX_SMS);
+  const size_t by_size = std::max<size_t>(1, (per_pe_bytes + kBytesPerCta - 1) / kBytesPerCta);
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(ctas), by_size));
+}
+
+int resolve_algo(int requested, size_t bytes, int n_pes) {
+  if (requested != TMASHMEM_ALLREDUCE_AUTO) return requested;
+  size_t limit = TMASHMEM_ALLREDUCE_ONE_SHOT_BYTES;
+  if (n_pes > 2) limit = limit * 2 / static_cast<size_t>(n_pes);
+  return bytes <= limit ? TMASHMEM_ALLREDUCE_ONE_SHOT : TMASHMEM_ALLREDUCE_TWO_SHOT;
+}
+
+tmashmem_status_t check_request(const Runtime& rt, const Request& q) {
+  const char* call = q.call;
+  const int n = rt.bootstrap->size();
+  if (!every_pe_reachable(rt) || n > static_cast<int>(TMASHMEM_SIGNAL_PAD_COLL_PES))
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED,
+                     "%s: the collectives need every PE load/store reachable from every other and "
+                     "at most %u PEs (%d PEs, %d on this node); run the job on one node with peer "
+                     "access between its GPUs",
+                     call, TMASHMEM_SIGNAL_PAD_COLL_PES, n, rt.n_local_pes);
+  if (q.n_sms < 0 || q.n_sms > TMASHMEM_COLL_MAX_SMS)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: n_sms %d is out of range; pass 1..%d CTAs, or 0 for the default", call,
+                     q.n_sms, TMASHMEM_COLL_MAX_SMS);
+  if (q.kind == CollKind::ReduceScatter || q.kind == CollKind::Allreduce)
+    TMASHMEM_TRY(coll_check_reduction(call, q.dtype, q.op));
+  if (q.kind == CollKind::Allreduce && q.algo != TMASHMEM_ALLREDUCE_AUTO &&
+      q.algo != TMASHMEM_ALLREDUCE_ONE_SHOT && q.algo != TMASHMEM_ALLREDUCE_TWO_SHOT)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: algo %d is not an all-reduce algorithm; pass TMASHMEM_ALLREDUCE_AUTO "
+                     "(%d), _ONE_SHOT (%d) or _TWO_SHOT (%d)",
+                     call, q.algo, TMASHMEM_ALLREDUCE_AUTO, TMASHMEM_ALLREDUCE_ONE_SHOT,
+                     TMASHMEM_ALLREDUCE_TWO_SHOT);
+  if (q.kind == CollKind::Broadcast && (q.root < 0 || q.root >= n))
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: root %d is out of range; pass a PE in [0, %d) (tmashmem_n_pes())", call,
+                     q.root, n);
+  if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;
+  const size_t align = q.kind == CollKind::ReduceScatter || q.kind == CollKind::Allreduce
+                           ? coll_dtype_bytes(q.dtype)
+                           : 1;
+  const CollBuffer dest{"dest", q.dest, q.dest_bytes}, src{"src", q.src, q.src_bytes};
+  if (q.dest_bytes) TMASHMEM_TRY(coll_check_buffer(rt, call, dest, align));
+  if (q.src_bytes) TMASHMEM_TRY(coll_check_buffer(rt, call, src, align));
+  if (q.dest_bytes && q.src_bytes && !(q.in_place_ok && q.dest == q.src))
+    TMASHMEM_TRY(coll_check_disjoint(call, dest, src));
+  if (q.kind == CollKind::Alltoallv) {
+    static const char* const names[3] = {"send_counts", "send_offsets", "recv_offsets"};
+    for (int i = 0; i < 3; ++i) {
+      const CollBuffer a{names[i], q.arrays[i], static_cast<size_t>(n) * sizeof(uint64_t)};
+      TMASHMEM_TRY(coll_check_buffer(rt, call, a, sizeof(uint64_t)));
+      if (q.dest_bytes) TMASHMEM_TRY(coll_check_disjoint(call, a, dest));
+    }
+  }
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
+  Runtime& rt = runtime();
+  CollArgs args{};
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(check_initialized(q.call));
+    TMASHMEM_TRY(check_request(rt, q));
+    const int n = rt.bootstrap->size();
+    const int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
+    const int algo = q.kind == CollKind::Allreduce ? resolve_algo(q.algo, q.per_pe_bytes, n) : 0;
+    // Every argument that decides what the kernels do, with pointers as heap offsets
+    // (what agrees across PEs).
+    std::vector<NamedArg> checked = {
+        {"dest (heap offset)", coll_heap_offset(rt, q.dest)},
+        {"src (heap offset)", coll_heap_offset(rt, q.src)},
+        {"size", q.size},
+        {"dtype", q.dtype},
+        {"op", static_cast<uint64_t>(q.op)},
+        {"algo", static_cast<uint64_t>(algo)},
+        {"root", static_cast<uint64_t>(q.root)},
+        {"CTAs (n_sms, or its default)", static_cast<uint64_t>(ctas)},
+    };
+    if (q.kind == CollKind::Alltoallv) {
+      checked.push_back({"dest_bytes", q.dest_bytes});
+      checked.push_back({"src_bytes", q.src_bytes});
+      checked.push_back({"send_counts (heap offset)", coll_heap_offset(rt, q.arrays[0])});
+      checked.push_back({"send_offsets (heap offset)", coll_heap_offset(rt, q.arrays[1])});
+      checked.push_back({"recv_offsets (heap offset)", coll_heap_offset(rt, q.arrays[2])});
+    }
+    TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked));
+    if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;  // nothing to move
+
+    fill_device_ctx(rt, &args.ctx);
+    args.kind = q.kind;
+    args.dtype = q.dtype;
+    args.op = q.op;
+    args.algo = algo;
+    args.push = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall ||
+                q.kind == CollKind::Alltoallv;
+    args.bulk = (q.per_pe_bytes + static_cast<size_t>(ctas) - 1) / static_cast<size_t>(ctas) >=
+                kBulkSliceBytes;
+    args.root = q.root;
+    args.n_blocks = ctas;
+    args.dest = q.dest;
+    args.src = q.src;
+    args.size = q.size;
+    args.dest_bytes = q.dest_bytes;
+    args.src_bytes = q.src_bytes;
+    args.send_counts = q.arrays[0];
+    args.send_offsets = q.arrays[1];
+    args.recv_offsets = q.arrays[2];
+    args.timeout_ns = static_cast<uint64_t>(rt.config.bootstrap_timeout_ms) * 1000000ull;
+    ordinal = rt.device_ordinal;
+  }
+  const StreamKernels* device = stream_kernels();
+  const CollectiveKernels* k = g_coll_kernels;
+  if (device == nullptr || k == nullptr)
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: launching the collective kernel: %s",
+                     q.call, kNoKernelsMessage);
+  int previous = -1;
+  const CudaOutcome entered = device->enter_device(ordinal, &previous);
+  if (entered.code != 0)
+    return cuda_error(entered, format_string("%s: making CUDA device %d current (cudaGetDevice, "
+                                             "cudaSetDevice)",
+                                             q.call, ordinal)
+                                   .c_str());
+  const CudaOutcome done = k->launch(args, stream);
+  device->leave_device(previous);
+  if (done.code != 0)
+    return cuda_error(
+        done, format_string("%s: launching the collective kernel (%d CTAs)", q.call, args.n_blocks)
+                  .c_str());
+  return TMASHMEM_SUCCESS;
+}
+
+// n * per, or an error naming the call and the sizes when it does not fit in size_t.
+tmashmem_status_t times_pes(const char* call, const char* name, size_t per, int n, size_t* out) {
+  if (per != 0 && static_cast<size_t>(n) > SIZE_MAX / per)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s %zu times %d PEs overflows the address space; pass a smaller size",
+                     call, name, per, n);
+  *out = per * static_cast<size_t>(n);
+  return TMASHMEM_SUCCESS;
+}
+
+int n_pes_or_zero() { return tmashmem_n_pes() > 0 ? tmashmem_n_pes() : 0; }
+
+}  // namespace
+
+void register_collective_kernels(const CollectiveKernels* kernels) { g_coll_kernels = kernels; }
+
+}  // namespace tmashmem
+
+using namespace tmashmem;
+
+#pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
+extern "C" {
+
+tmashmem_status_t tmashmem_allgather_on_stream(void* dest, const void* src, size_t bytes, int n_sms,
+                                               tmashmem_stream_t stream) {
+  Request q{CollKind::Allgather, "tmashmem_allgather_on_stream", dest, 0, src, bytes, bytes};
+  TMASHMEM_TRY(times_pes(q.call, "bytes", bytes, n_pes_or_zero(), &q.dest_bytes));
+  q.n_sms = n_sms;
+  q.per_pe_bytes = bytes;
+  return run(q, stream);
+}
+
+tmashmem_status_t tmashmem_reduce_scatter_on_stream(void* dest, const void* src, size_t count,
+                                                    tmashmem_dtype_t dtype, int op, int n_sms,
+                                                    tmashmem_stream_t stream) {
+  const size_t es = coll_dtype_bytes(dtype);
+  Request q{CollKind::ReduceScatter, "tmashmem_reduce_scatter_on_stream", dest, 0, src, 0, count};
+  if (es != 0 && count > SIZE_MAX / es)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: count %zu is too large", q.call, count);
+  q.dest_bytes = count * es;
+  TMASHMEM_TRY(
+      times_pes(q.call, "count * element size", q.dest_bytes, n_pes_or_zero(), &q.src_bytes));
+  q.dtype = dtype;
+  q.op = op;
+  q.n_sms = n_sms;
+  q.per_pe_bytes = count * es;
+  return run(q, stream);
+}
+
+tmashmem_status_t tmashmem_allreduce_on_stream(void* dest, const void* src, size_t count,
+                                               tmashmem_dtype_t dtype, int op, int algo, int n_sms,
+                                               tmashmem_stream_t stream) {
+  const size_t es = coll_dtype_bytes(dtype);
+  Request q{CollKind::Allreduce, "tmashmem_allreduce_on_stream", dest, 0, src, 0, count};
+  if (es != 0 && count > SIZE_MAX / es)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: count %zu is too large", q.call, count);
+  q.dest_bytes = q.src_bytes = count * es;
+  q.dtype = dtype;
+  q.op = op;
+  q.algo = algo;
+  q.n_sms = n_sms;
+  q.per_pe_bytes = count * es;
+  return run(q, stream);
+}
+
+tmashmem_status_t tmashmem_alltoall_on_stream(void* dest, const void* src, size_t bytes, int n_sms,
+                                              tmashmem_stream_t stream) {
+  Request q{CollKind::Alltoall, "tmashmem_alltoall_on_stream", dest, 0, src, 0, bytes};
+  TMASHMEM_TRY(times_pes(q.call, "bytes", bytes, n_pes_or_zero(), &q.dest_bytes));
+  q.src_bytes = q.dest_bytes;
+  q.n_sms = n_sms;
+  q.per_pe_bytes = q.dest_bytes;
+  return run(q, stream);
+}
+
+tmashmem_status_t tmashmem_alltoallv_on_stream(void* dest, size_t dest_bytes, const void* src,
+                                               size_t src_bytes, const uint64_t* send_counts,
+                                               const uint64_t* send_offsets,
+                                               const uint64_t* recv_offsets, int n_sms,
+                                               tmashmem_stream_t stream) {
+  Request q{
+      CollKind::Alltoallv, "tmashmem_alltoallv_on_stream", dest, dest_bytes, src, src_bytes, 0};
+  q.arrays[0] = send_counts;
+  q.arrays[1] = send_offsets;
+  q.arrays[2] = recv_offsets;
+  q.n_sms = n_sms;
+  q.per_pe_bytes = src_bytes;
+  return run(q, stream);
+}
+
+tmashmem_status_t tmashmem_broadcast_on_stream(void* dest, const void* src, size_t bytes, int root,
+                                               int n_sms, tmashmem_stream_t stream) {
+  Request q{CollKind::Broadcast, "tmashmem_broadcast_on_stream", dest, bytes, src, bytes, bytes};
+  q.root = root;
+  q.n_sms = n_sms;
+  q.per_pe_bytes = bytes;
+  q.in_place_ok = true;
+  return run(q, stream);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,132 @@
+// Argument checks of the on-stream collectives (runtime/collectives_check.h).
+#include "runtime/collectives_check.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+#include "tmashmem/collectives.h"
+
+namespace tmashmem {
+namespace {
+
+// Argument sets found symmetric, with the session they belong to (a new init starts over).
+struct CheckedCache {
+  uint64_t job_id = 0;
+  uint64_t heap_base = 0;
+  std::set<std::vector<uint64_t>> checked;
+};
+CheckedCache g_checked;
+
+const char* op_name(int op) {
+  switch (op) {
+    case TMASHMEM_REDUCE_SUM:
+      return "TMASHMEM_REDUCE_SUM";
+    case TMASHMEM_REDUCE_MIN:
+      return "TMASHMEM_REDUCE_MIN";
+    case TMASHMEM_REDUCE_MAX:
+      return "TMASHMEM_REDUCE_MAX";
+  }
+  return "an unknown op";
+}
+
+}  // namespace
+
+size_t coll_dtype_bytes(uint32_t dtype) {
+  switch (dtype) {
+    case TMASHMEM_DTYPE_F32:
+    case TMASHMEM_DTYPE_I32:
+      return 4;
+    case TMASHMEM_DTYPE_F16:
+    case TMASHMEM_DTYPE_BF16:
+      return 2;
+  }
+  return 0;
+}
+
+const char* coll_dtype_name(uint32_t dtype) {
+  static const char* const names[TMASHMEM_DTYPE_COUNT] = {
+      "TMASHMEM_DTYPE_U8",      "TMASHMEM_DTYPE_U16",     "TMASHMEM_DTYPE_U32",
+      "TMASHMEM_DTYPE_I32",     "TMASHMEM_DTYPE_U64",     "TMASHMEM_DTYPE_I64",
+      "TMASHMEM_DTYPE_F16",     "TMASHMEM_DTYPE_F32",     "TMASHMEM_DTYPE_F64",
+      "TMASHMEM_DTYPE_BF16",    "TMASHMEM_DTYPE_F32_FTZ", "TMASHMEM_DTYPE_TF32",
+      "TMASHMEM_DTYPE_TF32_FTZ"};
+  return dtype < TMASHMEM_DTYPE_COUNT ? names[dtype] : "an unknown dtype";
+}
+
+uint64_t coll_heap_offset(const Runtime& rt, const void* ptr) {
+  size_t offset = 0;
+  if (ptr == nullptr || !rt.heap.offset_of(ptr, &offset)) return ~uint64_t(0);
+  return offset;
+}
+
+tmashmem_status_t coll_check_buffer(const Runtime& rt, const char* call, const CollBuffer& b,
+                                    size_t align) {
+  if (b.ptr == nullptr)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s is NULL; pass a symmetric buffer of at least %zu bytes (from "
+                     "tmashmem_malloc)",
+                     call, b.name, b.bytes);
+  const int me = rt.bootstrap->rank();
+  const char* first = static_cast<const char*>(b.ptr);
+  const char* last = first + (b.bytes - 1);
+  if (rt.heap.translate(first, me) == nullptr || rt.heap.translate(last, me) == nullptr)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap; allocate "
+                     "it with tmashmem_malloc (at least %zu bytes from %p)",
+                     call, b.name, b.ptr, b.bytes, b.bytes, b.ptr);
+  if (align > 1 && reinterpret_cast<uintptr_t>(b.ptr) % align != 0)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s %p is not %zu-byte aligned; its elements must be naturally aligned "
+                     "(offset the buffer by a multiple of %zu)",
+                     call, b.name, b.ptr, align, align);
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t coll_check_disjoint(const char* call, const CollBuffer& a, const CollBuffer& b) {
+  const auto a0 = reinterpret_cast<uintptr_t>(a.ptr), b0 = reinterpret_cast<uintptr_t>(b.ptr);
+  if (a0 < b0 + b.bytes && b0 < a0 + a.bytes)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: %s [%p, +%zu bytes) overlaps %s [%p, +%zu bytes); the collective reads "
+                     "one while peers write the other: pass separate buffers",
+                     call, a.name, a.ptr, a.bytes, b.name, b.ptr, b.bytes);
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op) {
+  if (coll_dtype_bytes(dtype) == 0)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: dtype %u (%s) cannot be reduced; pass TMASHMEM_DTYPE_F32, _F16, _BF16 "
+                     "or _I32",
+                     call, dtype, coll_dtype_name(dtype));
+  if (op != TMASHMEM_REDUCE_SUM && op != TMASHMEM_REDUCE_MIN && op != TMASHMEM_REDUCE_MAX)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: op %d (%s) with dtype %s is not supported; pass TMASHMEM_REDUCE_SUM "
+                     "(%d), _MIN (%d) or _MAX (%d)",
+                     call, op, op_name(op), coll_dtype_name(dtype), TMASHMEM_REDUCE_SUM,
+                     TMASHMEM_REDUCE_MIN, TMASHMEM_REDUCE_MAX);
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call,
+                                       const std::vector<NamedArg>& args) {
+  const uint64_t base = rt.heap.my_base();
+  if (g_checked.job_id != rt.job_id || g_checked.heap_base != base) {
+    g_checked.checked.clear();
+    g_checked.job_id = rt.job_id;
+    g_checked.heap_base = base;
+  }
+  std::vector<uint64_t> key;
+  key.push_back(std::hash<std::string>()(call));
+  for (const NamedArg& a : args) key.push_back(a.second);
+  const bool always = rt.config.debug >= 1;
+  if (!always && g_checked.checked.count(key) != 0) return TMASHMEM_SUCCESS;
+  TMASHMEM_TRY(check_symmetric(call, args,
+                               "every PE must make the same collective call with the same "
+                               "buffers, sizes, dtype, op, root, algorithm and n_sms"));
+  g_checked.checked.insert(key);
+  return TMASHMEM_SUCCESS;
+}
+
+}  // namespace tmashmem

@@ -1,0 +1,50 @@
+// The launch interface between the collectives' host half (runtime/collectives.cpp) and
+// their kernels (device/collectives.cu), in the pattern of runtime/stream_kernels.h: the
+// device library registers the table while libtmashmem loads; a build without device/
+// has none, and the calls then return TMASHMEM_ERROR_NOT_SUPPORTED after their argument
+// checks (the CPU tests assert both).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/driver.h"
+#include "tmashmem/tmashmem.h"
+
+namespace tmashmem {
+
+enum class CollKind : int { Allgather, ReduceScatter, Allreduce, Alltoall, Alltoallv, Broadcast };
+
+// Everything one collective kernel needs, by value (a __grid_constant__ parameter): no
+// state on the host, so a captured launch replays correctly.
+struct CollArgs {
+  tmashmem_ctx_t ctx;
+  CollKind kind;
+  uint32_t dtype;  // tmashmem_dtype_t (reducing kinds)
+  int op;          // tmashmem_reduce_op_t
+  int algo;        // tmashmem_allreduce_algo_t, resolved (never AUTO)
+  int push;        // 1: push (CollMode::Push), 0: pull
+  int bulk;        // 1: CollCopy::Bulk, 0: CollCopy::Sm
+  int root;
+  int n_blocks;
+  void* dest;
+  const void* src;
+  uint64_t size;  // bytes (allgather, alltoall, broadcast) or elements (reductions)
+  uint64_t dest_bytes, src_bytes;  // alltoallv
+  const uint64_t* send_counts;
+  const uint64_t* send_offsets;
+  const uint64_t* recv_offsets;
+  uint64_t timeout_ns;
+};
+
+struct CollectiveKernels {
+  // Launches the collective kernel on `stream` (the runtime's device is current).
+  CudaOutcome (*launch)(const CollArgs& args, CUstream stream);
+};
+
+// Called once by device/collectives.cu; `kernels` must outlive the process.
+void register_collective_kernels(const CollectiveKernels* kernels);
+
+}  // namespace tmashmem

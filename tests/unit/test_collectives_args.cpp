@@ -1,0 +1,191 @@
+// The on-stream collectives' host half (runtime/collectives.cpp) on the emulated driver,
+// under mpiexec -np 1 and 2: every argument check fails before anything is enqueued with
+// a message naming the call, the value and the fix; a symmetry violation (different sizes
+// or CTA counts on different PEs) is TMASHMEM_ERROR_SYMMETRY on every PE; calls that pass
+// every check reach the launch, which this build (no device library) refuses with
+// TMASHMEM_ERROR_NOT_SUPPORTED naming the call. The GPU half is tests/gpu/test_collectives.cu.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "common/catch.h"
+#include "common/test_util.h"
+#include "runtime_fixture.h"
+
+using namespace tmashmem_test;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// `got` is `want` and the thread's message mentions every one of `parts`.
+bool failed_with(tmashmem_status_t got, tmashmem_status_t want,
+                 std::initializer_list<const char*> parts, int line) {
+  const std::string m = tmashmem_last_error();
+  bool ok = got == want;
+  for (const char* p : parts) ok = ok && contains(m, p);
+  if (!ok)
+    std::printf("[PE %d] line %d: got %s, want %s; message \"%s\"\n", mpi_rank(), line,
+                tmashmem_error_string(got), tmashmem_error_string(want), m.c_str());
+  return ok;
+}
+#define FAILS(call, status, ...) failed_with((call), (status), {__VA_ARGS__}, __LINE__)
+
+// Passed every check and reached the launch, which has no device library here.
+#define REACHES_LAUNCH(call, name) \
+  failed_with((call), TMASHMEM_ERROR_NOT_SUPPORTED, {name, "no device library"}, __LINE__)
+
+tmashmem_stream_t no_stream() { return nullptr; }
+
+}  // namespace
+
+TEST_CASE("collectives: every call before init names itself and tmashmem_init") {
+  char buf[64];
+  uint64_t arr[4] = {0, 0, 0, 0};
+  CHECK(FAILS(tmashmem_allgather_on_stream(buf, buf, 8, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_allgather_on_stream", "tmashmem_init"));
+  CHECK(FAILS(tmashmem_reduce_scatter_on_stream(buf, buf, 2, TMASHMEM_DTYPE_F32,
+                                                TMASHMEM_REDUCE_SUM, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_reduce_scatter_on_stream"));
+  CHECK(FAILS(tmashmem_allreduce_on_stream(buf, buf, 2, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                           TMASHMEM_ALLREDUCE_AUTO, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_allreduce_on_stream"));
+  CHECK(FAILS(tmashmem_alltoall_on_stream(buf, buf, 8, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_alltoall_on_stream"));
+  CHECK(FAILS(tmashmem_alltoallv_on_stream(buf, 8, buf, 8, arr, arr, arr, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_alltoallv_on_stream"));
+  CHECK(FAILS(tmashmem_broadcast_on_stream(buf, buf, 8, 0, 0, no_stream()),
+              TMASHMEM_ERROR_NOT_INITIALIZED, "tmashmem_broadcast_on_stream"));
+}
+
+TEST_CASE("collectives: bad arguments are refused before any launch, naming value and fix") {
+  EmulatedRuntime rt;
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int n = tmashmem_n_pes();
+  const size_t kBytes = 1 << 16;
+  char* a = static_cast<char*>(tmashmem_malloc(kBytes));
+  char* b = static_cast<char*>(tmashmem_malloc(kBytes));
+  auto* arrays = static_cast<uint64_t*>(tmashmem_calloc(3 * 64, sizeof(uint64_t)));
+  REQUIRE(all_ranks(a != nullptr && b != nullptr && arrays != nullptr));
+  char host[256];
+  const tmashmem_stream_t s = no_stream();
+  bool ok = true;
+
+  // Valid calls pass every check (and then meet the missing device library).
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 100, 0, s), "allgather");
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 100, 0, s), "allgather");  // cached
+  ok &= REACHES_LAUNCH(
+      tmashmem_reduce_scatter_on_stream(b, a, 3, TMASHMEM_DTYPE_BF16, TMASHMEM_REDUCE_MAX, 2, s),
+      "reduce_scatter");
+  for (int algo = 0; algo <= 2; ++algo)
+    ok &= REACHES_LAUNCH(tmashmem_allreduce_on_stream(b, a, 1001, TMASHMEM_DTYPE_I32,
+                                                      TMASHMEM_REDUCE_MIN, algo, 0, s),
+                         "allreduce");
+  ok &= REACHES_LAUNCH(tmashmem_alltoall_on_stream(b, a, 7, 1, s), "alltoall");
+  ok &= REACHES_LAUNCH(
+      tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays, arrays + 64, arrays + 128, 0, s),
+      "alltoallv");
+  ok &= REACHES_LAUNCH(tmashmem_broadcast_on_stream(b, a, 9, n - 1, 0, s), "broadcast");
+  ok &= REACHES_LAUNCH(tmashmem_broadcast_on_stream(a, a, 9, 0, 0, s), "broadcast");  // in place
+  // Zero-sized calls are no-ops once the arguments agree.
+  ok &= tmashmem_allgather_on_stream(b, a, 0, 0, s) == TMASHMEM_SUCCESS;
+  ok &= tmashmem_allreduce_on_stream(b, a, 0, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                     TMASHMEM_ALLREDUCE_AUTO, 0, s) == TMASHMEM_SUCCESS;
+
+  // Buffers: not in the heap, NULL, past the end, overlapping, misaligned.
+  ok &= FAILS(tmashmem_allgather_on_stream(host, a, 8, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
+              "tmashmem_allgather_on_stream", "dest", "symmetric heap", "tmashmem_malloc");
+  ok &= FAILS(tmashmem_allgather_on_stream(b, host, 8, 0, s), TMASHMEM_ERROR_INVALID_VALUE, "src",
+              "symmetric heap");
+  ok &= FAILS(tmashmem_alltoall_on_stream(b, nullptr, 8, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
+              "src is NULL");
+  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, size_t(1) << 40, 0, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "dest", "symmetric heap");
+  ok &= FAILS(tmashmem_allgather_on_stream(a + 64, a, 128, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
+              "overlaps", "separate buffers");
+  ok &= FAILS(tmashmem_allreduce_on_stream(a, a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                           TMASHMEM_ALLREDUCE_AUTO, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "overlaps");
+  ok &= FAILS(tmashmem_allreduce_on_stream(b + 2, a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                           TMASHMEM_ALLREDUCE_AUTO, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "dest", "4-byte aligned");
+
+  // Unsupported dtype / op pairs, algorithms, roots, CTA counts.
+  ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_U8, TMASHMEM_REDUCE_SUM,
+                                           TMASHMEM_ALLREDUCE_AUTO, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_DTYPE_U8", "cannot be reduced");
+  ok &= FAILS(
+      tmashmem_reduce_scatter_on_stream(b, a, 16, TMASHMEM_DTYPE_F64, TMASHMEM_REDUCE_MAX, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "TMASHMEM_DTYPE_F64");
+  ok &= FAILS(
+      tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F16, 7, TMASHMEM_ALLREDUCE_AUTO, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "op 7", "TMASHMEM_DTYPE_F16", "TMASHMEM_REDUCE_SUM");
+  ok &= FAILS(
+      tmashmem_allreduce_on_stream(b, a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM, 9, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "algo 9", "_TWO_SHOT (2)");
+  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 8, n, 0, s), TMASHMEM_ERROR_INVALID_VALUE, "root",
+              "out of range");
+  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 8, -1, 0, s), TMASHMEM_ERROR_INVALID_VALUE,
+              "root -1");
+  ok &= FAILS(tmashmem_allgather_on_stream(b, a, 8, 33, s), TMASHMEM_ERROR_INVALID_VALUE,
+              "n_sms 33", "0 for the default");
+  ok &=
+      FAILS(tmashmem_alltoall_on_stream(b, a, 8, -1, s), TMASHMEM_ERROR_INVALID_VALUE, "n_sms -1");
+  ok &= FAILS(tmashmem_allgather_on_stream(b, a, SIZE_MAX / 2 + 1, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, n > 1 ? "overflows" : "symmetric heap");
+
+  // alltoallv's count and offset arrays.
+  ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, nullptr, arrays, arrays, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "send_counts is NULL");
+  ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, arrays, arrays,
+                                           reinterpret_cast<const uint64_t*>(host), 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "recv_offsets", "symmetric heap");
+  ok &= FAILS(
+      tmashmem_alltoallv_on_stream(
+          b, 512, a, 512, arrays,
+          reinterpret_cast<const uint64_t*>(reinterpret_cast<char*>(arrays) + 4), arrays, 0, s),
+      TMASHMEM_ERROR_INVALID_VALUE, "send_offsets", "8-byte aligned");
+  ok &= FAILS(tmashmem_alltoallv_on_stream(b, 512, a, 512, reinterpret_cast<uint64_t*>(b), arrays,
+                                           arrays, 0, s),
+              TMASHMEM_ERROR_INVALID_VALUE, "send_counts", "overlaps", "dest");
+
+  CHECK(all_ranks(ok));
+  REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
+  tmashmem_free(arrays);
+  tmashmem_free(b);
+  tmashmem_free(a);
+}
+
+TEST_CASE("collectives: different arguments on different PEs are a symmetry error everywhere") {
+  if (mpi_size() < 2) {
+    mark_skipped("the symmetry cases need at least 2 PEs (run with mpiexec -np 2)");
+    return;
+  }
+  EmulatedRuntime rt;
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int me = tmashmem_my_pe();
+  char* a = static_cast<char*>(tmashmem_malloc(1 << 16));
+  char* b = static_cast<char*>(tmashmem_malloc(1 << 16));
+  REQUIRE(all_ranks(a != nullptr && b != nullptr));
+  const tmashmem_stream_t s = no_stream();
+  bool ok = true;
+  // A count that differs on PE 1: every PE sees the same error, naming the argument.
+  ok &= FAILS(tmashmem_allgather_on_stream(b, a, me == 1 ? 128 : 64, 0, s), TMASHMEM_ERROR_SYMMETRY,
+              "tmashmem_allgather_on_stream", "size = 64 on PE 0", "128 on PE 1");
+  ok &= FAILS(tmashmem_allreduce_on_stream(b, a, 100, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                           TMASHMEM_ALLREDUCE_AUTO, me == 1 ? 2 : 1, s),
+              TMASHMEM_ERROR_SYMMETRY, "CTAs", "1 on PE 0", "2 on PE 1");
+  ok &= FAILS(tmashmem_broadcast_on_stream(b, a, 64, me == 1 ? 1 : 0, 0, s),
+              TMASHMEM_ERROR_SYMMETRY, "root");
+  // Different buffers (different heap offsets).
+  ok &= FAILS(tmashmem_alltoall_on_stream(me == 1 ? a : b, me == 1 ? b : a, 16, 0, s),
+              TMASHMEM_ERROR_SYMMETRY, "dest (heap offset)");
+  // After the errors, an agreeing call still passes (the PEs are in step).
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
+  CHECK(all_ranks(ok));
+  REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
+  tmashmem_free(b);
+  tmashmem_free(a);
+}

@@ -1,0 +1,124 @@
+// The collective benchmarks' shared half (tools/perf/coll/): nccl-tests-style options and
+// output, for tmashmem-coll-perf (tmashmem, and NCCL where every rank has its own GPU) and
+// coll-perf-nvshmem (NVSHMEM's on-stream collectives).
+//
+//   -b <bytes>  smallest size (default 8)        -e <bytes>  largest size (default 64M)
+//   -f <n>      size factor between rows (2)     -g <n>      GPUs per rank: 1 only
+//   -n <iters>  timed iterations (20)            -w <iters>  warm-up iterations (5)
+//   -t <coll>   allreduce|allgather|reducescatter|alltoall|broadcast|all (all)
+//   -m <n_sms>  tmashmem CTAs (0: default)       -a <algo>   tmashmem all-reduce: 0 auto, 1, 2
+//
+// Sizes follow nccl-tests: the all-reduce and broadcast buffer, the all-gather receive
+// buffer, the reduce-scatter and all-to-all send buffer, in bytes of float. Rows print
+// time (the slowest rank's mean per call), algbw = size / time and busbw = algbw times
+// 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all) or 1 (broadcast).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace coll_perf {
+
+struct Options {
+  size_t min_bytes = 8, max_bytes = size_t(64) << 20;
+  size_t factor = 2;
+  int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0;
+  std::string test = "all";
+};
+
+inline size_t parse_size(const char* text) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (end && (*end == 'K' || *end == 'k')) v *= 1024;
+  if (end && (*end == 'M' || *end == 'm')) v *= 1024 * 1024;
+  if (end && (*end == 'G' || *end == 'g')) v *= 1024.0 * 1024 * 1024;
+  return static_cast<size_t>(v);
+}
+
+inline bool parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const char* v = argv[i + 1];
+    if (k == "-b")
+      o->min_bytes = parse_size(v);
+    else if (k == "-e")
+      o->max_bytes = parse_size(v);
+    else if (k == "-f")
+      o->factor = parse_size(v);
+    else if (k == "-g")
+      o->gpus = std::atoi(v);
+    else if (k == "-n")
+      o->iters = std::atoi(v);
+    else if (k == "-w")
+      o->warmup = std::atoi(v);
+    else if (k == "-t")
+      o->test = v;
+    else if (k == "-m")
+      o->n_sms = std::atoi(v);
+    else if (k == "-a")
+      o->algo = std::atoi(v);
+    else {
+      std::fprintf(stderr, "unknown option %s (see tools/perf/coll/coll_perf.h)\n", k.c_str());
+      return false;
+    }
+  }
+  if (o->gpus != 1) {
+    std::fprintf(stderr, "-g %d: these benchmarks drive one GPU per rank (-g 1)\n", o->gpus);
+    return false;
+  }
+  if (o->factor < 2) o->factor = 2;
+  if (o->min_bytes < 4) o->min_bytes = 4;
+  return true;
+}
+
+inline const std::vector<std::string>& collectives() {
+  static const std::vector<std::string> all = {"allreduce", "allgather", "reducescatter",
+                                               "alltoall", "broadcast"};
+  return all;
+}
+
+inline double bus_factor(const std::string& coll, int n) {
+  if (coll == "allreduce") return 2.0 * (n - 1) / n;
+  if (coll == "broadcast") return 1.0;
+  return double(n - 1) / n;
+}
+
+inline int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline void header(const char* impl, int n) {
+  if (rank() != 0) return;
+  std::printf("# %s collectives, %d ranks, float\n", impl, n);
+  std::printf("# %-8s %-14s %12s %12s %10s %10s %10s\n", "impl", "collective", "size(B)", "count",
+              "time(us)", "algbw", "busbw");
+}
+
+// Prints one row from this rank's mean time per call; the slowest rank's time counts.
+inline void row(const char* impl, const std::string& coll, size_t bytes, int n, double us) {
+  double worst = us;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (rank() != 0) return;
+  const double algbw = worst > 0 ? double(bytes) / (worst * 1e3) : 0;  // GB/s
+  std::printf("  %-8s %-14s %12zu %12zu %10.2f %10.2f %10.2f\n", impl, coll.c_str(), bytes,
+              bytes / 4, worst, algbw, algbw * bus_factor(coll, n));
+}
+
+// Buffer sizes (bytes) of a row: what each rank sends and receives.
+struct Shape {
+  size_t send, recv;
+};
+inline Shape shape(const std::string& coll, size_t bytes, int n) {
+  if (coll == "allgather") return {bytes / n, bytes};
+  if (coll == "reducescatter") return {bytes, bytes / n};
+  return {bytes, bytes};
+}
+
+}  // namespace coll_perf
