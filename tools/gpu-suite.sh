@@ -3,7 +3,8 @@
 # tests under mpiexec with 1, 2 and 4 PEs, run the benchmarks (NVSHMEM beside
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
-#   tools/gpu-suite.sh [all|tests|bench|rerun] [ctest -R regex]
+#   tools/gpu-suite.sh [all|tests|bench|init|rerun] [ctest -R regex]
+# init: only the start-up benchmark (bench_init over MPI and the unique-id bootstrap).
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
 # `rerun` does only that second run and the comparison, against the perf/ folder an
@@ -89,7 +90,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   summary+=("cpu tests: $(grep -E 'tests passed' "$RESULTS/cpu-tests.log")")
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ] || [ "$WHAT" = init ]; then
   : >"$RESULTS/init.csv"
   for np in 1 2 4; do
     for prog in bench_init bench_init_nvshmem; do
@@ -102,8 +103,23 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
       grep -E "FAILED|rror" "$RESULTS/$prog.np$np.log" | head -3
     done
   done
+  # The same start-up over the unique-id bootstrap (mpirun only starts the processes; the
+  # PEs find each other through the TCP root named in the id): rows "tmashmem-uid".
+  uid=$("$BUILD_DIR/examples/uid_launch/uid_ring" --make-id 2>/dev/null)
+  for np in 1 2 4; do
+    [ -n "$uid" ] || break
+    TMASHMEM_BOOTSTRAP=uid TMASHMEM_BOOTSTRAP_UID=$uid timeout 120 mpirun --oversubscribe \
+      --bind-to none -np $np -x TMASHMEM_BOOTSTRAP -x TMASHMEM_BOOTSTRAP_UID -x TMASHMEM_MULTICAST \
+      -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST bash -c \
+      'TMASHMEM_BOOTSTRAP_UID_RANK=$OMPI_COMM_WORLD_RANK TMASHMEM_BOOTSTRAP_UID_SIZE=$OMPI_COMM_WORLD_SIZE exec "$0" 10 $((1 << 30))' \
+      "$BUILD_DIR/tools/perf/bench_init" >"$RESULTS/bench_init_uid.np$np.log" 2>&1
+    grep -E "^tmashmem," "$RESULTS/bench_init_uid.np$np.log" | sed 's/^tmashmem,/tmashmem-uid,/' >>"$RESULTS/init.csv"
+    grep -E "FAILED|rror" "$RESULTS/bench_init_uid.np$np.log" | head -3
+  done
   echo "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,total_median_ms,total_max_ms"
   cat "$RESULTS/init.csv"
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   t0=$(date +%s)
   timeout "$(limit "${SUITE_PERF_LIMIT_S:-900}")" bash "$ROOT/tools/perf/run-perf.sh" "$BUILD_DIR" "$RESULTS/perf" >"$RESULTS/perf.log" 2>&1
   rc=$?
