@@ -213,5 +213,6 @@ tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, u
 
 /* Symmetric tensors (host object and device handle) are part of the C API. */
 #include "tmashmem/tensor.h"
+#include "tmashmem/fused.h"
 
 #endif /* TMASHMEM_TMASHMEM_H */

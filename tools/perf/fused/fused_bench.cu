@@ -1,0 +1,244 @@
+// tmashmem-fused-bench: the all-gather GEMM kernel (tmashmem/device/fused) beside the same
+// work without fusion, every PE running at once (PEs may share one GPU under MPS).
+//
+//   mpirun -np P tmashmem-fused-bench [reps] [shapes]      (shapes: how many of the list)
+//
+// Per shape (M = total rows, N = this PE's columns, K): one check (fused C and gathered A
+// equal the unfused ones bit for bit: same engine, same tile, same order of sums), then
+// `reps` interleaved rounds; each round, for each variant: host barrier, time one launch
+// with CUDA events. Printed: per variant the median over rounds of the slowest PE's time,
+// and TFLOP/s of the whole job (2 M N K per PE).
+//   fused c=X       the fused kernel with X communication CTAs ("dflt": the planner's pick)
+//   gemm only       our GEMM on an already gathered A, every PE at once (no communication)
+//   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
+//   cublasLt only   cuBLASLt on the gathered A (every PE at once)
+//   nccl + cublas   ncclAllGather then cuBLASLt: only when the PEs are on distinct GPUs
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gemm_reference.cuh"
+#include "nccl_loader.h"
+#include "tmashmem/device/fused/allgather_gemm_launch.cuh"
+#include "tmashmem/device/gemm/launch.cuh"
+#include "tmashmem/tmashmem.h"
+
+namespace {
+
+using Bf16 = __nv_bfloat16;
+using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
+
+#define BENCH_CUDA(call)                                                                     \
+  do {                                                                                       \
+    cudaError_t e_ = (call);                                                                 \
+    if (e_ != cudaSuccess) {                                                                 \
+      std::printf("[PE %d] %s:%d %s: %s\n", tmashmem_my_pe(), __FILE__, __LINE__, #call,    \
+                  cudaGetErrorString(e_));                                                   \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+    }                                                                                        \
+  } while (0)
+#define BENCH_TM(call)                                                                        \
+  do {                                                                                        \
+    if ((call) != TMASHMEM_SUCCESS) {                                                         \
+      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                           \
+    }                                                                                         \
+  } while (0)
+
+struct Shape {
+  int m, n, k;  // m: rows of the gathered A (all PEs)
+};
+
+struct Variant {
+  std::string name;
+  std::function<void()> run;
+  std::vector<float> ms;
+};
+
+__global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsigned long long* d) {
+  unsigned long long mine = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    mine += a[i] != b[i];
+  if (mine) atomicAdd(d, mine);
+}
+
+unsigned long long differences(const void* a, const void* b, size_t elems) {
+  unsigned long long* d;
+  BENCH_CUDA(cudaMalloc(&d, 8));
+  BENCH_CUDA(cudaMemset(d, 0, 8));
+  count_diff<<<1024, 256>>>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), elems, d);
+  unsigned long long h = 0;
+  BENCH_CUDA(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  return h;
+}
+
+void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool distinct_gpus,
+                 const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
+  const int me = ctx.my_pe, n_pes = ctx.n_pes;
+  const int ms = s.m / n_pes;
+  const int64_t m = int64_t(ms) * n_pes;
+  Bf16* a_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.k * 2));
+  uint64_t* ws = static_cast<uint64_t*>(
+      tmashmem_calloc(tmashmem::fused::allgather_gemm_workspace_bytes(ms, n_pes), 1));
+  Bf16 *b, *g_fused, *g_ref, *c_fused, *c_ref;
+  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&g_fused, size_t(m) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&g_ref, size_t(m) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&c_fused, size_t(m) * s.n * 2));
+  BENCH_CUDA(cudaMalloc(&c_ref, size_t(m) * s.n * 2));
+  BENCH_CUDA(gemm_ref::fill_uniform(a_shard, ms, s.k, s.k, 0x1234 + me));
+  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, s.k, s.k, 0x5678 + me));
+  BENCH_CUDA(cudaDeviceSynchronize());
+  BENCH_TM(tmashmem_barrier_all());
+  tmashmem_ctx_t c = ctx;
+  BENCH_TM(tmashmem_device_ctx(&c));  // after the allocations
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  std::vector<Variant> variants;
+  std::vector<int> comm_counts = {0, 1, 2, 4, 8};
+  std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
+  for (size_t i = 0; i < comm_counts.size(); ++i) {
+    tmashmem::fused::AllgatherGemmProblem fp{};
+    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
+    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
+    fp.comm_ctas = comm_counts[i];
+    if (const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &plans[i])) {
+      if (me == 0) std::printf("  fused c=%d: %s\n", comm_counts[i], why);
+      continue;
+    }
+    const std::string name = comm_counts[i] == 0
+                                 ? "fused c=dflt(" + std::to_string(plans[i].args.comm_ctas) + ")"
+                                 : "fused c=" + std::to_string(comm_counts[i]);
+    auto* plan = &plans[i];
+    variants.push_back({name, [=, &c] {
+                          BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream));
+                        }, {}});
+  }
+  tmashmem::gemm::GemmProblem gp{int(m), s.n, s.k, g_ref, s.k, b, s.k, c_ref, s.n};
+  static tmashmem::gemm::GemmPlan<Cfg> gemm;
+  if (const char* why = tmashmem::gemm::gemm_plan(gp, &gemm)) {
+    std::printf("[PE %d] %s\n", me, why);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  auto run_gemm = [=] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); };
+  auto gather_copies = [=] {
+    for (int i = 0; i < n_pes; ++i) {
+      const int p = (me + i) % n_pes;
+      BENCH_TM(tmashmem_getmem_on_stream(g_ref + size_t(p) * ms * s.k, a_shard,
+                                         size_t(ms) * s.k * 2, p, stream));
+    }
+    BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+  };
+  gemm_ref::LtGemm lt;
+  const bool have_lt = lt.plan(int(m), s.n, s.k, s.k, s.k, s.n, false);
+  variants.push_back({"gemm only", run_gemm, {}});
+  variants.push_back({"unfused", [=] { gather_copies(); run_gemm(); }, {}});
+  if (have_lt) variants.push_back({"cublasLt only", [&, stream] { lt.run(g_ref, b, c_ref, stream); }, {}});
+  if (distinct_gpus && nccl.ok && comm != nullptr && have_lt)
+    variants.push_back({"nccl + cublasLt", [&, stream] {
+                          nccl.all_gather(a_shard, g_ref, size_t(ms) * s.k, nccl_dyn::kBfloat16,
+                                          comm, stream);
+                          lt.run(g_ref, b, c_ref, stream);
+                        }, {}});
+
+  // Check once: fused (the first plan) against unfused.
+  variants.front().run();
+  gather_copies();
+  run_gemm();
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  const unsigned long long dc = differences(c_fused, c_ref, size_t(m) * s.n);
+  const unsigned long long dg = differences(g_fused, g_ref, size_t(m) * s.k);
+  int good = dc == 0 && dg == 0, all = 0;
+  MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  for (int r = 0; r < reps + 2; ++r)
+    for (Variant& v : variants) {
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+      BENCH_TM(tmashmem_barrier_all());
+      BENCH_CUDA(cudaEventRecord(e0, stream));
+      v.run();
+      BENCH_CUDA(cudaEventRecord(e1, stream));
+      BENCH_CUDA(cudaEventSynchronize(e1));
+      float t = 0, worst = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (r >= 2) v.ms.push_back(worst);
+    }
+  const double flop = 2.0 * double(m) * s.n * s.k * n_pes;
+  if (me == 0) {
+    std::printf("\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
+                "%llu, gathered diff %llu on PE 0)\n",
+                (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
+    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
+    double gemm_med = 0;
+    for (Variant& v : variants) {
+      std::sort(v.ms.begin(), v.ms.end());
+      if (v.name == "gemm only") gemm_med = v.ms[v.ms.size() / 2];
+    }
+    for (Variant& v : variants) {
+      const double med = v.ms[v.ms.size() / 2];
+      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", v.name.c_str(), med, v.ms.front(),
+                  flop / med / 1e9, gemm_med / med);
+    }
+  }
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  BENCH_TM(tmashmem_barrier_all());
+  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+  cudaFree(b), cudaFree(g_fused), cudaFree(g_ref), cudaFree(c_fused), cudaFree(c_ref);
+  tmashmem_free(ws);
+  tmashmem_free(a_shard);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  const int n_shapes = argc > 2 ? std::atoi(argv[2]) : 4;
+  BENCH_TM(tmashmem_init());
+  BENCH_CUDA(cudaSetDevice(tmashmem_device()));
+  tmashmem_ctx_t ctx;
+  BENCH_TM(tmashmem_device_ctx(&ctx));
+  const bool distinct = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0 && ctx.n_pes > 1;
+  nccl_dyn::Api nccl;
+  nccl_dyn::Comm comm = nullptr;
+  if (distinct) {
+    nccl = nccl_dyn::load();
+    if (nccl.ok) {
+      nccl_dyn::UniqueId id{};
+      if (ctx.my_pe == 0) nccl.get_unique_id(&id);
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+      if (nccl.comm_init_rank(&comm, ctx.n_pes, id, ctx.my_pe) != 0) comm = nullptr;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
+  if (ctx.my_pe == 0)
+    std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds; NCCL baseline: %s\n",
+                ctx.n_pes, distinct ? "distinct GPUs" : "one GPU", prop.name,
+                prop.multiProcessorCount, reps,
+                !distinct ? "not run (PEs share a GPU; NCCL refuses that)"
+                          : (comm ? "yes" : "not run (libnccl not found or init failed)"));
+  const std::vector<Shape> shapes = {
+      {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
+  for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
+    bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
+  if (comm) nccl.comm_destroy(comm);
+  BENCH_TM(tmashmem_finalize());
+  MPI_Finalize();
+  return 0;
+}
