@@ -1,5 +1,5 @@
-// The all-gather GEMM kernel of tmashmem_allgather_matmul_on_stream (tmashmem/fused.h),
-// registered with the host half (runtime/fused.cpp) as its FusedKernels table while
+// The all-gather GEMM kernel of tmashmem_allgather_matmul_on_stream (tmashmem/fused.h), and
+// the registration of the fused kernels' table with the host half (runtime/fused.cpp) while
 // libtmashmem loads. One configuration: 128 x 256 tiles, 4 stages, no cluster (the GEMM's
 // fastest single configuration across shapes, docs/gemm.md); the kernel itself is the
 // building block of tmashmem/device/fused/allgather_gemm.cuh.
@@ -7,11 +7,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "runtime/fused_kernels.h"
+#include "device/fused_launch.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 
-namespace tmashmem {
-namespace {
+namespace tmashmem::device_fused {
 
 using AllgatherCfg = gemm::GemmConfig<256, 4, 1, __nv_bfloat16>;
 
@@ -23,6 +22,13 @@ CudaOutcome outcome(cudaError_t error) {
     o.text = cudaGetErrorString(error);
     o.out_of_memory = error == cudaErrorMemoryAllocation;
   }
+  return o;
+}
+
+CudaOutcome rejected(const char* why) {
+  CudaOutcome o;
+  o.code = -1;
+  o.name = why;
   return o;
 }
 
@@ -40,20 +46,17 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
   p.workspace = static_cast<uint64_t*>(c.workspace);
   p.comm_ctas = c.comm_sms;
   fused::AllgatherGemmPlan<AllgatherCfg> plan;
-  if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) {
-    CudaOutcome o;
-    o.code = -1;
-    o.name = why;
-    return o;
-  }
+  if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) return rejected(why);
   return outcome(fused::allgather_gemm_run(c.ctx, plan, stream));
 }
 
-const FusedKernels kFused = {allgather_matmul};
+namespace {
+
+const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter};
 
 struct Registration {
   Registration() { register_fused_kernels(&kFused); }
 } g_registration;
 
 }  // namespace
-}  // namespace tmashmem
+}  // namespace tmashmem::device_fused

@@ -25,10 +25,23 @@ struct AllgatherMatmulCall {
   int comm_sms;
 };
 
+struct MatmulReduceScatterCall {
+  tmashmem_ctx_t ctx;
+  const void* a;
+  const void* b;
+  void* c_shard;
+  void* workspace;
+  int m, n, k;
+  int64_t lda, ldb, ldc;
+  int mode;  // tmashmem_reduce_scatter_mode_t
+};
+
 struct FusedKernels {
   // Plans and launches the all-gather GEMM on `stream`. A shape the planner rejects returns
   // code -1 with the planner's sentence in `name`.
   CudaOutcome (*allgather_matmul)(const AllgatherMatmulCall& call, CUstream stream);
+  // The same for the GEMM + reduce-scatter.
+  CudaOutcome (*matmul_reduce_scatter)(const MatmulReduceScatterCall& call, CUstream stream);
 };
 
 // Called once by device/fused_allgather.cu; `kernels` must outlive the process.

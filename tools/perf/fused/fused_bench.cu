@@ -8,11 +8,16 @@
 // `reps` interleaved rounds; each round, for each variant: host barrier, time one launch
 // with CUDA events. Printed: per variant the median over rounds of the slowest PE's time,
 // and TFLOP/s of the whole job (2 M N K per PE).
-//   fused c=X       the fused kernel with X communication CTAs ("dflt": the planner's pick)
+//   fused, copy warps  the fused kernel, chunks copied by the GEMM CTAs' idle producer warps
+//   fused, X copy SMs  the fused kernel, chunks copied by X dedicated CTAs (bulk copies)
 //   gemm only       our GEMM on an already gathered A, every PE at once (no communication)
 //   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
 //   cublasLt only   cuBLASLt on the gathered A (every PE at once)
 //   nccl + cublas   ncclAllGather then cuBLASLt: only when the PEs are on distinct GPUs
+// The reduce-scatter section (C = sum_p A_p B_p^T, PE q keeping rows of block q): the fused
+// kernel in both modes; our GEMM of the local partial alone; unfused: our GEMM into a
+// symmetric partial, barrier, every PE sums its rows from every PE's partial (peer loads, PE
+// order), barrier; and, on distinct GPUs, cuBLASLt + ncclReduceScatter.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -27,7 +32,9 @@
 
 #include "gemm_reference.cuh"
 #include "nccl_loader.h"
+#include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
+#include "tmashmem/device/fused/gemm_reduce_scatter_launch.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 #include "tmashmem/tmashmem.h"
 
@@ -106,7 +113,7 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::vector<Variant> variants;
-  std::vector<int> comm_counts = {0, 1, 2, 4, 8};
+  std::vector<int> comm_counts = {0, 2, 4, 8, 16};
   std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
   for (size_t i = 0; i < comm_counts.size(); ++i) {
     tmashmem::fused::AllgatherGemmProblem fp{};
@@ -118,8 +125,8 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
       continue;
     }
     const std::string name = comm_counts[i] == 0
-                                 ? "fused c=dflt(" + std::to_string(plans[i].args.comm_ctas) + ")"
-                                 : "fused c=" + std::to_string(comm_counts[i]);
+                                 ? std::string("fused, copy warps")
+                                 : "fused, " + std::to_string(comm_counts[i]) + " copy SMs";
     auto* plan = &plans[i];
     variants.push_back({name, [=, &c] {
                           BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream));
@@ -203,6 +210,122 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   tmashmem_free(a_shard);
 }
 
+// c_shard[r][c] = sum over p of partial_p[q * ms + r][c] (peer loads, PE order).
+__global__ void sum_rows(const __grid_constant__ tmashmem_ctx_t ctx, const Bf16* partial,
+                         Bf16* c_shard, int ms, int n) {
+  const size_t total = size_t(ms) * n;
+  const Bf16* mine = partial + size_t(ctx.my_pe) * ms * n;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    float sum = 0;
+    for (int p = 0; p < ctx.n_pes; ++p) sum += __bfloat162float(tmashmem::ptr(ctx, mine, p)[i]);
+    c_shard[i] = __float2bfloat16(sum);
+  }
+}
+
+double median_of(std::vector<float>& v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool distinct,
+                          const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
+  using namespace tmashmem::fused;
+  const int me = ctx.my_pe, n_pes = ctx.n_pes;
+  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k / n_pes;  // k: this PE's slice
+  Bf16 *a, *b;
+  BENCH_CUDA(cudaMalloc(&a, size_t(m) * k * 2));
+  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
+  Bf16* c_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.n * 2));
+  Bf16* partial = static_cast<Bf16*>(tmashmem_malloc(size_t(m) * s.n * 2));
+  uint64_t* ws_fast = static_cast<uint64_t*>(tmashmem_calloc(
+      reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::fast), 1));
+  uint64_t* ws_det = static_cast<uint64_t*>(tmashmem_calloc(
+      reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::deterministic), 1));
+  if (!c_shard || !partial || !ws_fast || !ws_det) {
+    std::printf("[PE %d] reduce-scatter bench: allocation failed: %s\n", me, tmashmem_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  BENCH_CUDA(gemm_ref::fill_uniform(a, m, k, k, 0x4321 + me));
+  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, k, k, 0x8765 + me));
+  BENCH_CUDA(cudaDeviceSynchronize());
+  tmashmem_ctx_t c;
+  BENCH_TM(tmashmem_device_ctx(&c));
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ReduceScatterProblem p{m, s.n, k, a, k, b, k, c_shard, s.n, ws_fast};
+  static ReduceScatterPlan<ReduceScatterFastCfg, ReduceScatterMode::fast> fast;
+  static ReduceScatterPlan<ReduceScatterDeterministicCfg, ReduceScatterMode::deterministic> det;
+  const char* why = reduce_scatter_plan(c, p, &fast);
+  p.workspace = ws_det;
+  p.mode = ReduceScatterMode::deterministic;
+  if (!why) why = reduce_scatter_plan(c, p, &det);
+  if (why) {
+    if (me == 0) std::printf("  reduce-scatter: %s\n", why);
+    return;
+  }
+  tmashmem::gemm::GemmProblem gp{m, s.n, k, a, k, b, k, partial, s.n};
+  static tmashmem::gemm::GemmPlan<Cfg> gemm;
+  if (const char* w = tmashmem::gemm::gemm_plan(gp, &gemm)) {
+    std::printf("[PE %d] %s\n", me, w);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  gemm_ref::LtGemm lt;
+  const bool have_lt = lt.plan(m, s.n, k, k, k, s.n, false);
+  std::vector<Variant> v;
+  v.push_back({"fused fast", [&] { BENCH_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
+  v.push_back({"fused deterministic", [&] { BENCH_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
+  v.push_back({"gemm only", [&] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
+  v.push_back({"unfused", [&] {
+                 BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream));
+                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+                 sum_rows<<<264, 512, 0, stream>>>(c, partial, c_shard, ms, s.n);
+                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+               }, {}});
+  if (distinct && nccl.ok && comm != nullptr && have_lt)
+    v.push_back({"cublasLt + nccl", [&] {
+                   lt.run(a, b, partial, stream);
+                   nccl.reduce_scatter(partial, c_shard, size_t(ms) * s.n, nccl_dyn::kBfloat16,
+                                       nccl_dyn::kSum, comm, stream);
+                 }, {}});
+  // (Correctness of both modes is the business of tests/gpu/fused/test_reduce_scatter.cu.)
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  for (int r = 0; r < reps + 2; ++r)
+    for (Variant& x : v) {
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+      BENCH_TM(tmashmem_barrier_all());
+      BENCH_CUDA(cudaEventRecord(e0, stream));
+      x.run();
+      BENCH_CUDA(cudaEventRecord(e1, stream));
+      BENCH_CUDA(cudaEventSynchronize(e1));
+      float t = 0, worst = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (r >= 2) x.ms.push_back(worst);
+    }
+  const double flop = 2.0 * double(m) * s.n * k * n_pes;
+  if (me == 0) {
+    std::printf("\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n",
+                m, s.n, k * n_pes, k, n_pes, ms);
+    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
+    double gemm_med = 0;
+    for (Variant& x : v)
+      if (x.name == "gemm only") gemm_med = median_of(x.ms);
+    for (Variant& x : v) {
+      const double med = median_of(x.ms);
+      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", x.name.c_str(), med, x.ms.front(),
+                  flop / med / 1e9, gemm_med / med);
+    }
+  }
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  BENCH_TM(tmashmem_barrier_all());
+  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+  cudaFree(a), cudaFree(b);
+  tmashmem_free(ws_det), tmashmem_free(ws_fast), tmashmem_free(partial), tmashmem_free(c_shard);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +360,9 @@ int main(int argc, char** argv) {
       {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
   for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
     bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
+  const std::vector<Shape> rs_shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}};
+  for (int i = 0; i < n_shapes && i < int(rs_shapes.size()); ++i)
+    bench_reduce_scatter(rs_shapes[i], reps, ctx, distinct, nccl, comm);
   if (comm) nccl.comm_destroy(comm);
   BENCH_TM(tmashmem_finalize());
   MPI_Finalize();

@@ -32,7 +32,8 @@ struct AllgatherGemmProblem {
   int64_t ldc;
   __nv_bfloat16* a_gathered;         // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
   uint64_t* workspace;               // symmetric, allgather_gemm_workspace_bytes, zeroed once
-  int comm_ctas = 0;                 // 0: allgather_gemm_default_comm_ctas
+  int comm_ctas = 0;                 // 0: the GEMM CTAs' idle producer warps copy (no SM
+                                     // leaves the GEMM); > 0: that many CTAs copy instead
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
 };
@@ -57,17 +58,6 @@ inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
   if ((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0 && ctx.n_pes > 1)
     return std::max(2, sms / ctx.n_pes);
   return sms;
-}
-
-/// Communication CTAs for a shape when the caller names none: enough bulk-copy streams
-/// (about 40 GB/s each, one per CTA) to bring the remote rows in within about half of the
-/// GEMM's time at the SMs left, between 1 and a quarter of the SMs.
-inline int allgather_gemm_default_comm_ctas(int m_shard, int n, int k, int n_pes, int sms) {
-  if (n_pes <= 1) return 1;
-  const double remote_bytes = double(n_pes - 1) * m_shard * k * 2.0;
-  const double gemm_s = 2.0 * n_pes * m_shard * double(n) * k / (650e12 * sms / 132.0);
-  const double streams = remote_bytes / (0.5 * gemm_s * 40e9);
-  return std::max(1, std::min(std::max(1, sms / 4), static_cast<int>(streams + 0.999)));
 }
 
 /// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
@@ -102,10 +92,8 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
     return "allgather_matmul: cannot read the multiprocessor count";
   const int usable = fused_sms_per_pe(ctx, sms);
-  int comm = p.comm_ctas > 0 ? p.comm_ctas
-                             : allgather_gemm_default_comm_ctas(p.m_shard, p.n, p.k, ctx.n_pes,
-                                                                usable);
-  comm = (comm + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
+  if (p.comm_ctas < 0) return "allgather_matmul: comm_ctas must be 0 or positive";
+  const int comm = (p.comm_ctas + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
   if (comm + Cfg::kClusterM > usable)
     return "allgather_matmul: comm_ctas leaves no SM for the GEMM (at most the PE's SMs minus one "
            "cluster)";

@@ -95,7 +95,10 @@ __device__ __forceinline__ void fused_publish(const Ctx& ctx, uint64_t* ws, int 
                                 (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
 }
 
-/// Thread 0 of every CTA, once the CTA's work is done (its bulk stores complete): counts the
+/// The thread of each CTA that runs fused_finish: the first consumer thread of a GEMM CTA.
+constexpr unsigned kFinishThread = 128;
+
+/// Thread kFinishThread of every CTA, once the CTA's work is done (its bulk stores complete): counts the
 /// CTA finished; the call's last CTA runs `last()` (the waits that make the call complete in
 /// stream order), resets the per-call words and bumps the epoch. Returns true in that CTA.
 template <class Last>

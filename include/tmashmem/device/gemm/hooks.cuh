@@ -9,6 +9,10 @@
 //   after_tile       the epilogue's issuing thread, after the last store of its 64-row half
 //                    of a tile has been committed (a deterministic reduce-scatter waits for
 //                    the stores there and signals the owner).
+//   producer_warps   the producer warpgroup's warps 1 .. 3 (96 threads, kProducerRegs
+//                    registers each), which the GEMM leaves idle: an all-gather GEMM copies
+//                    chunks of A with them. `thread` is 0 .. 95; they may synchronise with
+//                    named barrier kProducerWarpsBarrier (96 threads).
 //
 // NoHooks is the plain GEMM: every call compiles away. A hooks object is taken by reference
 // and shared by the CTA's threads; calls come from one thread at a time per role.
@@ -20,7 +24,11 @@
 
 namespace tmashmem::gemm {
 
+/// The named barrier the producer warpgroup's idle warps may use (the consumers use 1, 2).
+constexpr uint32_t kProducerWarpsBarrier = 3;
+
 struct NoHooks {
+  __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
   __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*cluster_row*/) {}
   __device__ __forceinline__ const CUtensorMap* output_map(const CUtensorMap* c_map, int batch,
                                                            int* batch_coord) {

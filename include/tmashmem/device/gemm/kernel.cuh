@@ -66,6 +66,8 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
     detail::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (thread_in_wg == 0)
       produce<Cfg>(s, a_map, b_map, args, cluster_id, clusters, rank, hooks);
+    else if (thread_in_wg >= 32)
+      hooks.producer_warps(thread_in_wg - 32);
     __syncwarp();
   } else {
     detail::setmaxnreg_inc<Cfg::kConsumerRegs>();
