@@ -146,9 +146,9 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
                        "allocate it with tmashmem_malloc (peers write into it)",
                        call, me, c_shard, shard_bytes);
     const size_t ws_bytes = rs_workspace_bytes(ms, n, n_pes, mode);
-    if ((reinterpret_cast<uintptr_t>(workspace) & 1023u) != 0 || !in_heap(rt, workspace, ws_bytes))
+    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 1024-byte aligned inside "
+                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
                        "the symmetric heap; allocate tmashmem_matmul_reduce_scatter_workspace_"
                        "bytes(%lld, %lld, %d) with tmashmem_calloc",
                        call, me, workspace, ws_bytes, static_cast<long long>(m),
@@ -220,9 +220,9 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
                        call, me, a_shard, shard_bytes);
     // (The public size function takes the lock itself: compute it here.)
     const size_t ws_bytes = workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr);
-    if ((reinterpret_cast<uintptr_t>(workspace) & 1023u) != 0 || !in_heap(rt, workspace, ws_bytes))
+    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 1024-byte aligned inside "
+                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
                        "the symmetric heap; allocate tmashmem_allgather_matmul_workspace_bytes("
                        "%lld, %lld, %d) with tmashmem_calloc",
                        call, me, workspace, ws_bytes, static_cast<long long>(m_shard),
