@@ -3,6 +3,8 @@
 // through the device library's table (runtime/fused_kernels.h, device/fused_allgather.cu).
 // Like the other on-stream calls (runtime/on_stream.cpp) nothing here synchronises the
 // host or allocates, so the calls can be captured into CUDA graphs.
+#include "tmashmem/fused.h"
+
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -11,7 +13,6 @@
 #include "runtime/fused_kernels.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
-#include "tmashmem/fused.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
@@ -76,8 +77,8 @@ tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch lau
   int previous = -1;
   const CudaOutcome entered = device->enter_device(ordinal, &previous);
   if (entered.code != 0)
-    return cuda_error(entered, format_string("%s: making CUDA device %d current", call, ordinal)
-                                   .c_str());
+    return cuda_error(entered,
+                      format_string("%s: making CUDA device %d current", call, ordinal).c_str());
   const CudaOutcome done = launch(*g_fused);
   device->leave_device(previous);
   if (done.code == -1)
@@ -96,9 +97,8 @@ uint64_t rs_workspace_bytes(int64_t m_shard, int64_t n, int n_pes, int mode) {
 }
 
 tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_shard, int64_t m,
-                                        int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                                        int64_t ldc, void* workspace, int mode,
-                                        CUstream stream) {
+                                        int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                        void* workspace, int mode, CUstream stream) {
   const char* call = "tmashmem_matmul_reduce_scatter_on_stream";
   Runtime& rt = runtime();
   MatmulReduceScatterCall args{};
@@ -122,8 +122,8 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
                        "m a multiple of the %d PEs (each owns m / n_pes rows)",
                        call, me, static_cast<long long>(m), static_cast<long long>(n),
                        static_cast<long long>(k), n_pes);
-    if (k % 8 != 0 || n % 8 != 0 || lda < k || lda % 8 != 0 || ldb < k || ldb % 8 != 0 ||
-        ldc < n || ldc % 8 != 0)
+    if (k % 8 != 0 || n % 8 != 0 || lda < k || lda % 8 != 0 || ldb < k || ldb % 8 != 0 || ldc < n ||
+        ldc % 8 != 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: PE %d: k %lld, n %lld, lda %lld, ldb %lld, ldc %lld; k and n must be "
                        "multiples of 8, lda and ldb >= k and ldc >= n, all multiples of 8",
@@ -166,15 +166,13 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
     args.mode = mode;
     ordinal = rt.device_ordinal;
   }
-  return launch_fused(call, me, ordinal, [&](const FusedKernels& f) {
-    return f.matmul_reduce_scatter(args, stream);
-  });
+  return launch_fused(call, me, ordinal,
+                      [&](const FusedKernels& f) { return f.matmul_reduce_scatter(args, stream); });
 }
 
 tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, void* a_gathered,
-                                   int64_t m_shard, int64_t n, int64_t k, int64_t ldb,
-                                   int64_t ldc, void* workspace, int comm_sms,
-                                   CUstream stream) {
+                                   int64_t m_shard, int64_t n, int64_t k, int64_t ldb, int64_t ldc,
+                                   void* workspace, int comm_sms, CUstream stream) {
   const char* call = "tmashmem_allgather_matmul_on_stream";
   Runtime& rt = runtime();
   AllgatherMatmulCall args{};
@@ -234,8 +232,8 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
     args.a_shard = a_shard;
     args.b = b;
     args.c = c;
-    args.a_gathered = a_gathered ? a_gathered
-                                 : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
+    args.a_gathered =
+        a_gathered ? a_gathered : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
     args.workspace = workspace;
     args.m_shard = static_cast<int>(m_shard);
     args.n = static_cast<int>(n);
@@ -245,9 +243,8 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
     args.comm_sms = comm_sms;
     ordinal = rt.device_ordinal;
   }
-  return launch_fused(call, args.ctx.my_pe, ordinal, [&](const FusedKernels& f) {
-    return f.allgather_matmul(args, stream);
-  });
+  return launch_fused(call, args.ctx.my_pe, ordinal,
+                      [&](const FusedKernels& f) { return f.allgather_matmul(args, stream); });
 }
 
 }  // namespace

@@ -36,20 +36,20 @@ namespace {
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;  // 128 x 256 tiles, 4 stages
 
-#define CHECK_CUDA(call)                                                                   \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
       std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+      std::exit(1);                                                                            \
+    }                                                                                          \
   } while (0)
-#define CHECK_TM(call)                                                                    \
-  do {                                                                                    \
-    if ((call) != TMASHMEM_SUCCESS) {                                                     \
+#define CHECK_TM(call)                                                                        \
+  do {                                                                                        \
+    if ((call) != TMASHMEM_SUCCESS) {                                                         \
       std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 // Random bf16 in [-1, 1): PE `pe`'s shard or B, the same on every PE for the same seed.
@@ -166,16 +166,15 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamSynchronize(stream));
 
   // Check: fused == unfused bit for bit, and a sample of C against the host.
-  std::vector<Bf16> h_c(size_t(m) * n), h_cref(size_t(m) * n), h_g(size_t(m) * k), h_gref(size_t(m) * k);
+  std::vector<Bf16> h_c(size_t(m) * n), h_cref(size_t(m) * n), h_g(size_t(m) * k),
+      h_gref(size_t(m) * k);
   CHECK_CUDA(cudaMemcpy(h_c.data(), c, h_c.size() * 2, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(h_cref.data(), c_ref, h_cref.size() * 2, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(h_g.data(), gathered, h_g.size() * 2, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(h_gref.data(), gathered_ref, h_gref.size() * 2, cudaMemcpyDeviceToHost));
   size_t c_diff = 0, g_diff = 0, sample_bad = 0;
-  for (size_t i = 0; i < h_c.size(); ++i)
-    c_diff += std::memcmp(&h_c[i], &h_cref[i], 2) != 0;
-  for (size_t i = 0; i < h_g.size(); ++i)
-    g_diff += std::memcmp(&h_g[i], &h_gref[i], 2) != 0;
+  for (size_t i = 0; i < h_c.size(); ++i) c_diff += std::memcmp(&h_c[i], &h_cref[i], 2) != 0;
+  for (size_t i = 0; i < h_g.size(); ++i) g_diff += std::memcmp(&h_g[i], &h_gref[i], 2) != 0;
   std::vector<std::vector<Bf16>> shards(n_pes);  // every PE's shard, regenerated from its seed
   for (int p = 0; p < n_pes; ++p)
     shards[p] = p == me ? my_shard : random_matrix(size_t(m_shard) * k, 1000 + p);
@@ -202,9 +201,10 @@ int main(int argc, char** argv) {
   const float t_gemm = median_ms(stream, reps, run_gemm);
   const double flop = 2.0 * double(m) * n * k;
   if (me == 0) {
-    std::printf("allgather_gemm: %d PEs, C [%lld x %d] = all_gather(A [%d x %d per PE]) * B^T "
-                "[%d x %d]; %d CTAs per PE, the idle producer warps of each copy A\n",
-                n_pes, (long long)m, n, m_shard, k, n, k, fused.grid);
+    std::printf(
+        "allgather_gemm: %d PEs, C [%lld x %d] = all_gather(A [%d x %d per PE]) * B^T "
+        "[%d x %d]; %d CTAs per PE, the idle producer warps of each copy A\n",
+        n_pes, (long long)m, n, m_shard, k, n, k, fused.grid);
     std::printf("  %-34s %9s %9s\n", "what (every PE at once)", "ms", "TFLOP/s");
     std::printf("  %-34s %9.3f %9.1f\n", "fused all-gather + GEMM", t_fused, flop / t_fused / 1e9);
     std::printf("  %-34s %9.3f %9.1f\n", "unfused: getmem x P, barrier, GEMM", t_unfused,

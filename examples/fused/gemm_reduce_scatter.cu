@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
           ref += double(__bfloat162float(all_a[p][size_t(me * ms + r) * k + kk])) *
                  double(__bfloat162float(all_b[p][size_t(col) * k + kk]));
       const double got = __bfloat162float(h[size_t(r) * n + col]);
-      const double tol = 2 * std::sqrt(double(k * n_pes)) / 256 + (n_pes + 1) * std::fabs(ref) / 256;
+      const double tol =
+          2 * std::sqrt(double(k * n_pes)) / 256 + (n_pes + 1) * std::fabs(ref) / 256;
       if (std::fabs(got - ref) > tol) good = false;
     }
   }
@@ -158,8 +159,8 @@ int main(int argc, char** argv) {
                 (long long)m, (long long)n, n_pes, (long long)k);
     std::printf("  fast           %8.3f ms %8.1f TFLOP/s\n", ms_mode[0], flop / ms_mode[0] / 1e9);
     std::printf("  deterministic  %8.3f ms %8.1f TFLOP/s\n", ms_mode[1], flop / ms_mode[1] / 1e9);
-    std::printf("gemm_reduce_scatter: %d PEs, %zu bytes per shard, %s\n", n_pes,
-                size_t(ms) * n * 2, all ? "OK" : "FAILED");
+    std::printf("gemm_reduce_scatter: %d PEs, %zu bytes per shard, %s\n", n_pes, size_t(ms) * n * 2,
+                all ? "OK" : "FAILED");
   }
   CHECK_CUDA(cudaStreamSynchronize(stream));
   CHECK_TM(tmashmem_barrier_all());

@@ -27,9 +27,9 @@ using gpu_test::Session;
 
 struct AgShape {
   int m_shard, n, k;
-  int pad_b = 0, pad_c = 0;  // ldb = k + pad_b, ldc = n + pad_c
-  int comm = 0;              // comm_sms (0: default)
-  bool in_workspace = false; // gather into the workspace (a_gathered NULL)
+  int pad_b = 0, pad_c = 0;   // ldb = k + pad_b, ldc = n + pad_c
+  int comm = 0;               // comm_sms (0: default)
+  bool in_workspace = false;  // gather into the workspace (a_gathered NULL)
 };
 
 constexpr int64_t kGuard = 4096;  // elements before and after C and the gathered A
@@ -57,7 +57,8 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   DeviceBuffer<Bf16> gathered_own(sh.in_workspace ? 1 : size_t(m) * sh.k + 2 * kGuard);
   Bf16* gathered = sh.in_workspace ? static_cast<Bf16*>(tmashmem_allgather_matmul_gathered(ws, ms))
                                    : gathered_own.p + kGuard;
-  DeviceBuffer<Bf16> b(size_t(sh.n + 8) * ldb), c(size_t(m) * ldc + 2 * kGuard), ref_a(size_t(m) * sh.k);
+  DeviceBuffer<Bf16> b(size_t(sh.n + 8) * ldb), c(size_t(m) * ldc + 2 * kGuard),
+      ref_a(size_t(m) * sh.k);
   DeviceBuffer<float> ref(size_t(m) * sh.n);
   DeviceBuffer<RoundCounts> counts(rounds);
   if (!gathered_own.p || !b.p || !c.p || !ref_a.p || !ref.p || !counts.p) {
@@ -79,8 +80,8 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   ok &= gpu_test::sync_and_barrier();
   auto call = [&]() {
     return tmashmem_allgather_matmul_on_stream(a_shard, b.p, c.p + kGuard,
-                                               sh.in_workspace ? nullptr : gathered, ms, sh.n,
-                                               sh.k, ldb, ldc, ws, sh.comm, stream);
+                                               sh.in_workspace ? nullptr : gathered, ms, sh.n, sh.k,
+                                               ldb, ldc, ws, sh.comm, stream);
   };
   cudaGraphExec_t exec = nullptr;
   if (graph && ok) {
@@ -95,8 +96,10 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   const float tol_abs = std::sqrt(float(sh.k)) * eps;
   for (int r = 0; r < rounds && ok; ++r) {
     const uint64_t round = salt * 1000 + r;
-    ok &= GPU_TEST_CUDA(fused_test::fill(a_shard, ms, sh.k, sh.k, gpu_test::seed_for(10, me, round), stream));
-    ok &= GPU_TEST_CUDA(fused_test::fill(b.p, sh.n, sh.k, ldb, gpu_test::seed_for(11, me, round), stream));
+    ok &= GPU_TEST_CUDA(
+        fused_test::fill(a_shard, ms, sh.k, sh.k, gpu_test::seed_for(10, me, round), stream));
+    ok &= GPU_TEST_CUDA(
+        fused_test::fill(b.p, sh.n, sh.k, ldb, gpu_test::seed_for(11, me, round), stream));
     if (graph)
       ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
     else
@@ -111,18 +114,19 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
         reinterpret_cast<const uint16_t*>(gathered), reinterpret_cast<const uint16_t*>(ref_a.p),
         size_t(m) * sh.k, &counts.p[r].gathered_wrong);
     if (!sh.in_workspace) {
-      fused_test::count_not_kernel<><<<64, 256, 0, stream>>>(
-          reinterpret_cast<const uint16_t*>(gathered_own.p), kGuard, kSentinel,
-          &counts.p[r].gathered_guard);
-      fused_test::count_not_kernel<><<<64, 256, 0, stream>>>(
-          reinterpret_cast<const uint16_t*>(gathered + size_t(m) * sh.k), kGuard, kSentinel,
-          &counts.p[r].gathered_guard);
+      fused_test::count_not_kernel<>
+          <<<64, 256, 0, stream>>>(reinterpret_cast<const uint16_t*>(gathered_own.p), kGuard,
+                                   kSentinel, &counts.p[r].gathered_guard);
+      fused_test::count_not_kernel<>
+          <<<64, 256, 0, stream>>>(reinterpret_cast<const uint16_t*>(gathered + size_t(m) * sh.k),
+                                   kGuard, kSentinel, &counts.p[r].gathered_guard);
     }
     ok &= GPU_TEST_CUDA(cudaGetLastError());
   }
   ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
   std::vector<RoundCounts> h(rounds);
-  ok &= GPU_TEST_CUDA(cudaMemcpy(h.data(), counts.p, sizeof(RoundCounts) * rounds, cudaMemcpyDeviceToHost));
+  ok &= GPU_TEST_CUDA(
+      cudaMemcpy(h.data(), counts.p, sizeof(RoundCounts) * rounds, cudaMemcpyDeviceToHost));
   unsigned long long wrong = 0, guards = 0, g_wrong = 0, g_guard = 0;
   float worst = 0;
   for (const RoundCounts& rc : h) {
@@ -171,8 +175,9 @@ TEST_CASE("allgather_matmul: ragged M, N, K, padded leading dimensions", "[fused
 }
 
 TEST_CASE("allgather_matmul: small shards (m_shard 16 .. 128)", "[fused]") {
-  CHECK(run_all({{16, 1024, 2048}, {64, 2048, 1024, 8}, {100, 3584, 2048}, {128, 1024, 4096, 0, 8, 2}},
-                1, false));
+  CHECK(run_all(
+      {{16, 1024, 2048}, {64, 2048, 1024, 8}, {100, 3584, 2048}, {128, 1024, 4096, 0, 8, 2}}, 1,
+      false));
 }
 
 TEST_CASE("allgather_matmul: a large shape", "[fused]") {
@@ -206,8 +211,8 @@ TEST_CASE("allgather_matmul: argument checks", "[fused]") {
   CHECK(tmashmem_allgather_matmul_on_stream(sym, local.p, local.p, nullptr, 64, 128, 128, 128, 64,
                                             ws, 0, 0) == TMASHMEM_ERROR_INVALID_VALUE);
   // A workspace that is not in the heap.
-  CHECK(tmashmem_allgather_matmul_on_stream(sym, local.p, local.p, nullptr, 64, 128, 128, 128,
-                                            128, local.p, 0, 0) == TMASHMEM_ERROR_INVALID_VALUE);
+  CHECK(tmashmem_allgather_matmul_on_stream(sym, local.p, local.p, nullptr, 64, 128, 128, 128, 128,
+                                            local.p, 0, 0) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(std::strstr(tmashmem_last_error(), "workspace") != nullptr);
   CHECK(gpu_test::sync_and_barrier());
   tmashmem_free(ws);

@@ -27,8 +27,8 @@ using fused_test::DeviceBuffer;
 using gpu_test::Session;
 
 struct RsShape {
-  int m_shard, n, k;          // per PE: A [n_pes * m_shard, k], B [n, k]
-  int pad_a = 0, pad_c = 0;   // lda = ldb = k + pad_a, ldc = n + pad_c
+  int m_shard, n, k;         // per PE: A [n_pes * m_shard, k], B [n, k]
+  int pad_a = 0, pad_c = 0;  // lda = ldb = k + pad_a, ldc = n + pad_c
 };
 
 constexpr int64_t kGuard = 4096;
@@ -75,8 +75,8 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
   }
   ok &= gpu_test::sync_and_barrier();
   auto call = [&]() {
-    return tmashmem_matmul_reduce_scatter_on_stream(a.p, b.p, c_shard, m, sh.n, sh.k, lda, lda,
-                                                    ldc, ws, mode, stream);
+    return tmashmem_matmul_reduce_scatter_on_stream(a.p, b.p, c_shard, m, sh.n, sh.k, lda, lda, ldc,
+                                                    ws, mode, stream);
   };
   cudaGraphExec_t exec = nullptr;
   if (graph && ok) {
@@ -93,8 +93,10 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
   const float tol_rel = fast ? float(n_pes + 1) * eps : eps;
   for (int r = 0; r < rounds && ok; ++r) {
     const uint64_t round = salt * 1000 + (same_data ? 0 : r);
-    ok &= GPU_TEST_CUDA(fused_test::fill(a.p, m, sh.k, lda, gpu_test::seed_for(20, me, round), stream));
-    ok &= GPU_TEST_CUDA(fused_test::fill(b.p, sh.n, sh.k, lda, gpu_test::seed_for(21, me, round), stream));
+    ok &= GPU_TEST_CUDA(
+        fused_test::fill(a.p, m, sh.k, lda, gpu_test::seed_for(20, me, round), stream));
+    ok &= GPU_TEST_CUDA(
+        fused_test::fill(b.p, sh.n, sh.k, lda, gpu_test::seed_for(21, me, round), stream));
     if (graph)
       ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
     else
@@ -123,7 +125,8 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
   ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
   std::vector<gemm_ref::CheckCounts> h(rounds);
   unsigned long long diff = 0;
-  ok &= GPU_TEST_CUDA(cudaMemcpy(h.data(), counts.p, sizeof(gemm_ref::CheckCounts) * rounds, cudaMemcpyDeviceToHost));
+  ok &= GPU_TEST_CUDA(cudaMemcpy(h.data(), counts.p, sizeof(gemm_ref::CheckCounts) * rounds,
+                                 cudaMemcpyDeviceToHost));
   ok &= GPU_TEST_CUDA(cudaMemcpy(&diff, repeat_diff.p, 8, cudaMemcpyDeviceToHost));
   unsigned long long wrong = 0, guards = 0;
   float worst = 0;
@@ -162,7 +165,7 @@ bool run_all(const std::vector<RsShape>& shapes, int mode, int rounds, bool grap
 
 const std::vector<RsShape> kRagged = {
     {1000, 1000, 1000, 8, 8}, {300, 264, 72, 0, 8}, {129, 776, 520, 24, 0}, {16, 1024, 2048},
-    {64, 2048, 1024, 8}, {100, 3584, 512}, {128, 1024, 4096, 0, 8}};
+    {64, 2048, 1024, 8},      {100, 3584, 512},     {128, 1024, 4096, 0, 8}};
 
 constexpr int kFast = TMASHMEM_REDUCE_SCATTER_FAST;
 constexpr int kDet = TMASHMEM_REDUCE_SCATTER_DETERMINISTIC;
@@ -216,8 +219,8 @@ TEST_CASE("matmul_reduce_scatter: argument checks", "[fused]") {
                                                  ws, kFast, 0) == TMASHMEM_ERROR_INVALID_VALUE);
   if (s.n > 1)
     CHECK(tmashmem_matmul_reduce_scatter_on_stream(local.p, local.p, shard, m + 1, 128, 128, 128,
-                                                   128, 128, ws, kFast, 0) ==
-          TMASHMEM_ERROR_INVALID_VALUE);
+                                                   128, 128, ws, kFast,
+                                                   0) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(gpu_test::sync_and_barrier());
   tmashmem_free(ws);
   tmashmem_free(shard);

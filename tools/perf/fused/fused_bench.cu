@@ -43,14 +43,14 @@ namespace {
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
 
-#define BENCH_CUDA(call)                                                                     \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::printf("[PE %d] %s:%d %s: %s\n", tmashmem_my_pe(), __FILE__, __LINE__, #call,    \
-                  cudaGetErrorString(e_));                                                   \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
+#define BENCH_CUDA(call)                                                                 \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      std::printf("[PE %d] %s:%d %s: %s\n", tmashmem_my_pe(), __FILE__, __LINE__, #call, \
+                  cudaGetErrorString(e_));                                               \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
   } while (0)
 #define BENCH_TM(call)                                                                        \
   do {                                                                                        \
@@ -82,7 +82,8 @@ unsigned long long differences(const void* a, const void* b, size_t elems) {
   unsigned long long* d;
   BENCH_CUDA(cudaMalloc(&d, 8));
   BENCH_CUDA(cudaMemset(d, 0, 8));
-  count_diff<<<1024, 256>>>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), elems, d);
+  count_diff<<<1024, 256>>>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), elems,
+                            d);
   unsigned long long h = 0;
   BENCH_CUDA(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
   cudaFree(d);
@@ -128,9 +129,8 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
                                  ? std::string("fused, copy warps")
                                  : "fused, " + std::to_string(comm_counts[i]) + " copy SMs";
     auto* plan = &plans[i];
-    variants.push_back({name, [=, &c] {
-                          BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream));
-                        }, {}});
+    variants.push_back(
+        {name, [=, &c] { BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream)); }, {}});
   }
   tmashmem::gemm::GemmProblem gp{int(m), s.n, s.k, g_ref, s.k, b, s.k, c_ref, s.n};
   static tmashmem::gemm::GemmPlan<Cfg> gemm;
@@ -150,14 +150,22 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   gemm_ref::LtGemm lt;
   const bool have_lt = lt.plan(int(m), s.n, s.k, s.k, s.k, s.n, false);
   variants.push_back({"gemm only", run_gemm, {}});
-  variants.push_back({"unfused", [=] { gather_copies(); run_gemm(); }, {}});
-  if (have_lt) variants.push_back({"cublasLt only", [&, stream] { lt.run(g_ref, b, c_ref, stream); }, {}});
+  variants.push_back({"unfused",
+                      [=] {
+                        gather_copies();
+                        run_gemm();
+                      },
+                      {}});
+  if (have_lt)
+    variants.push_back({"cublasLt only", [&, stream] { lt.run(g_ref, b, c_ref, stream); }, {}});
   if (distinct_gpus && nccl.ok && comm != nullptr && have_lt)
-    variants.push_back({"nccl + cublasLt", [&, stream] {
+    variants.push_back({"nccl + cublasLt",
+                        [&, stream] {
                           nccl.all_gather(a_shard, g_ref, size_t(ms) * s.k, nccl_dyn::kBfloat16,
                                           comm, stream);
                           lt.run(g_ref, b, c_ref, stream);
-                        }, {}});
+                        },
+                        {}});
 
   // Check once: fused (the first plan) against unfused.
   variants.front().run();
@@ -187,9 +195,10 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
     }
   const double flop = 2.0 * double(m) * s.n * s.k * n_pes;
   if (me == 0) {
-    std::printf("\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
-                "%llu, gathered diff %llu on PE 0)\n",
-                (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
+    std::printf(
+        "\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
+        "%llu, gathered diff %llu on PE 0)\n",
+        (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
     std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
     double gemm_med = 0;
     for (Variant& v : variants) {
@@ -238,8 +247,8 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
   Bf16* c_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.n * 2));
   Bf16* partial = static_cast<Bf16*>(tmashmem_malloc(size_t(m) * s.n * 2));
-  uint64_t* ws_fast = static_cast<uint64_t*>(tmashmem_calloc(
-      reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::fast), 1));
+  uint64_t* ws_fast = static_cast<uint64_t*>(
+      tmashmem_calloc(reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::fast), 1));
   uint64_t* ws_det = static_cast<uint64_t*>(tmashmem_calloc(
       reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::deterministic), 1));
   if (!c_shard || !partial || !ws_fast || !ws_det) {
@@ -276,18 +285,22 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   v.push_back({"fused fast", [&] { BENCH_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
   v.push_back({"fused deterministic", [&] { BENCH_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
   v.push_back({"gemm only", [&] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
-  v.push_back({"unfused", [&] {
+  v.push_back({"unfused",
+               [&] {
                  BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream));
                  BENCH_TM(tmashmem_barrier_all_on_stream(stream));
                  sum_rows<<<264, 512, 0, stream>>>(c, partial, c_shard, ms, s.n);
                  BENCH_TM(tmashmem_barrier_all_on_stream(stream));
-               }, {}});
+               },
+               {}});
   if (distinct && nccl.ok && comm != nullptr && have_lt)
-    v.push_back({"cublasLt + nccl", [&] {
+    v.push_back({"cublasLt + nccl",
+                 [&] {
                    lt.run(a, b, partial, stream);
                    nccl.reduce_scatter(partial, c_shard, size_t(ms) * s.n, nccl_dyn::kBfloat16,
                                        nccl_dyn::kSum, comm, stream);
-                 }, {}});
+                 },
+                 {}});
   // (Correctness of both modes is the business of tests/gpu/fused/test_reduce_scatter.cu.)
   cudaEvent_t e0, e1;
   BENCH_CUDA(cudaEventCreate(&e0));
@@ -307,8 +320,9 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
     }
   const double flop = 2.0 * double(m) * s.n * k * n_pes;
   if (me == 0) {
-    std::printf("\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n",
-                m, s.n, k * n_pes, k, n_pes, ms);
+    std::printf(
+        "\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n", m,
+        s.n, k * n_pes, k, n_pes, ms);
     std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
     double gemm_med = 0;
     for (Variant& x : v)

@@ -18,10 +18,10 @@
 //
 // Protocol of call e (sync.cuh has the words): at start, the first copier publishes
 // permit = e to every peer (this PE's shard, written by the stream's earlier work, is
-// ready); a copier waits for permit[p] >= e before its first read of PE p's shard; when all chunks of
-// p's shard have been copied, done[this PE] = e goes to p; the call's last CTA waits until
-// every peer has sent done = e (nobody still reads this PE's shard, so the stream's next
-// work may overwrite it), then bumps the epoch. Every wait is bounded (trap with a message).
+// ready); a copier waits for permit[p] >= e before its first read of PE p's shard; when all chunks
+// of p's shard have been copied, done[this PE] = e goes to p; the call's last CTA waits until every
+// peer has sent done = e (nobody still reads this PE's shard, so the stream's next work may
+// overwrite it), then bumps the epoch. Every wait is bounded (trap with a message).
 //
 // Co-residency: GEMM CTAs wait for comm CTAs and for peers' kernels, so the grid must fit
 // on the SMs this PE may use at once (PEs sharing a GPU share its SMs: the planner divides
@@ -45,14 +45,14 @@ namespace tmashmem::fused {
 /// The kernel's run-time arguments beside the three tensor maps (A: the gathered buffer,
 /// rank 3 {K, m_shard, n_pes}; B; C: rank 3 {N, m_shard, n_pes}).
 struct AllgatherGemmArgs {
-  gemm::GemmArgs gemm;             // batches = n_pes, m = m_shard
-  const __nv_bfloat16* a_shard;    // symmetric [m_shard, K], rows contiguous
-  __nv_bfloat16* a_gathered;       // this PE's [n_pes * m_shard, K], rows contiguous
-  uint64_t* ws;                    // symmetric signal workspace (sync.cuh), zeroed once
-  int comm_ctas;                   // > 0: CTAs 0 .. comm_ctas - 1 copy (bulk copies); 0: the
-                                   // idle producer warps of every GEMM CTA copy
-  int chunk_rows;                  // rows per chunk: kBlockM * kClusterM
-  uint64_t timeout_ns;             // bound on every wait
+  gemm::GemmArgs gemm;           // batches = n_pes, m = m_shard
+  const __nv_bfloat16* a_shard;  // symmetric [m_shard, K], rows contiguous
+  __nv_bfloat16* a_gathered;     // this PE's [n_pes * m_shard, K], rows contiguous
+  uint64_t* ws;                  // symmetric signal workspace (sync.cuh), zeroed once
+  int comm_ctas;                 // > 0: CTAs 0 .. comm_ctas - 1 copy (bulk copies); 0: the
+                                 // idle producer warps of every GEMM CTA copy
+  int chunk_rows;                // rows per chunk: kBlockM * kClusterM
+  uint64_t timeout_ns;           // bound on every wait
 };
 
 /// Shared memory of a communication CTA's copy ring (it reuses the GEMM's dynamic shared
@@ -220,8 +220,8 @@ __device__ __forceinline__ void allgather_gemm_cta(const Ctx& ctx, const CUtenso
     fused_finish(a.ws, epoch, [&] {
       for (int q = 0; q < ctx.n_pes; ++q)
         if (q != ctx.my_pe)
-          fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "allgather_matmul",
-                        ctx.my_pe, "the reads of this shard by PE", q);
+          fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "allgather_matmul", ctx.my_pe,
+                        "the reads of this shard by PE", q);
     });
 }
 

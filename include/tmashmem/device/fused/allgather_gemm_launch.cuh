@@ -24,16 +24,16 @@
 namespace tmashmem::fused {
 
 struct AllgatherGemmProblem {
-  int m_shard, n, k;                 // A shard [m_shard, K]; B [n, K]; C [n_pes * m_shard, n]
-  const __nv_bfloat16* a_shard;      // symmetric, rows of K contiguous (lda = K)
-  const __nv_bfloat16* b;            // local
+  int m_shard, n, k;             // A shard [m_shard, K]; B [n, K]; C [n_pes * m_shard, n]
+  const __nv_bfloat16* a_shard;  // symmetric, rows of K contiguous (lda = K)
+  const __nv_bfloat16* b;        // local
   int64_t ldb;
-  __nv_bfloat16* c;                  // local
+  __nv_bfloat16* c;  // local
   int64_t ldc;
-  __nv_bfloat16* a_gathered;         // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
-  uint64_t* workspace;               // symmetric, allgather_gemm_workspace_bytes, zeroed once
-  int comm_ctas = 0;                 // 0: the GEMM CTAs' idle producer warps copy (no SM
-                                     // leaves the GEMM); > 0: that many CTAs copy instead
+  __nv_bfloat16* a_gathered;  // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
+  uint64_t* workspace;        // symmetric, allgather_gemm_workspace_bytes, zeroed once
+  int comm_ctas = 0;          // 0: the GEMM CTAs' idle producer warps copy (no SM
+                              // leaves the GEMM); > 0: that many CTAs copy instead
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
 };
@@ -64,10 +64,8 @@ inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
 template <class Cfg>
 const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmProblem& p,
                                 AllgatherGemmPlan<Cfg>* plan) {
-  if (ctx.n_pes < 1 || ctx.n_pes > kFusedMaxPes)
-    return "allgather_matmul: 1 to 64 PEs";
-  if (ctx.first_local_pe != 0 || ctx.n_local_pes != ctx.n_pes ||
-      !tmashmem::all_reachable(ctx))
+  if (ctx.n_pes < 1 || ctx.n_pes > kFusedMaxPes) return "allgather_matmul: 1 to 64 PEs";
+  if (ctx.first_local_pe != 0 || ctx.n_local_pes != ctx.n_pes || !tmashmem::all_reachable(ctx))
     return "allgather_matmul: every PE must be load/store reachable (one node, peer access)";
   if (p.m_shard <= 0) return "allgather_matmul: m_shard must be positive";
   if (p.a_shard == nullptr || p.a_gathered == nullptr || p.workspace == nullptr)
@@ -77,8 +75,7 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   gemm::GemmProblem g{p.m_shard, p.n, p.k, p.a_gathered, p.k, p.b, p.ldb, p.c, p.ldc};
   g.batches = ctx.n_pes;
   gemm::GemmPlan<Cfg> gp;
-  if (const char* why =
-          gemm::gemm_plan_tiles(g, &gp, p.group_rows, ctx.my_pe * p.m_shard))
+  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ctx.my_pe * p.m_shard))
     return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;

@@ -28,9 +28,9 @@ struct CopyRing {
   static_assert(SlotBytes % 16 == 0 && SlotBytes <= (1u << 19), "CopyRing: slot size");
   static constexpr uint32_t kSmemBytes = Slots * SlotBytes + Slots * 8 + 128;
 
-  uint8_t* slots;     // Slots * SlotBytes of shared memory, 128-byte aligned
-  Mbarrier* bars;     // Slots barriers
-  uint32_t parity;    // bit s: the parity slot s's next load completes
+  uint8_t* slots;   // Slots * SlotBytes of shared memory, 128-byte aligned
+  Mbarrier* bars;   // Slots barriers
+  uint32_t parity;  // bit s: the parity slot s's next load completes
   uint64_t timeout_ns;
 
   /// `smem`: kSmemBytes of shared memory that nothing else uses.

@@ -54,12 +54,12 @@ struct OwnerMaps {
 };
 
 struct ReduceScatterArgs {
-  gemm::GemmArgs gemm;       // batches = n_pes, m = m_shard
-  __nv_bfloat16* c_shard;    // this PE's [m_shard, N] (ldc), symmetric
+  gemm::GemmArgs gemm;     // batches = n_pes, m = m_shard
+  __nv_bfloat16* c_shard;  // this PE's [m_shard, N] (ldc), symmetric
   int64_t ldc;
-  float* staging;            // deterministic: this PE's staging [n_pes][m_shard][N]
-  uint64_t* ws;              // symmetric signal workspace (sync.cuh), zeroed once
-  int halves_per_owner;      // deterministic: 64-row half-tiles of one shard
+  float* staging;        // deterministic: this PE's staging [n_pes][m_shard][N]
+  uint64_t* ws;          // symmetric signal workspace (sync.cuh), zeroed once
+  int halves_per_owner;  // deterministic: 64-row half-tiles of one shard
   uint64_t timeout_ns;
 };
 
@@ -95,8 +95,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
     permitted |= uint64_t(1) << batch;
   }
 
-  __device__ __forceinline__ const CUtensorMap* output_map(const CUtensorMap* /*c_map*/,
-                                                           int batch, int* batch_coord) {
+  __device__ __forceinline__ const CUtensorMap* output_map(const CUtensorMap* /*c_map*/, int batch,
+                                                           int* batch_coord) {
     // The permit's acquire (by the producer) came through generic-proxy synchronisation: fence
     // before this thread's TMA writes.
     detail::fence_proxy_async_global();
@@ -109,8 +109,9 @@ struct ReduceScatterHooks : gemm::NoHooks {
       if (row0 >= args->gemm.m) return;  // a half-tile wholly past the shard: nothing stored
       bulk_wait_group<0>();
       detail::fence_proxy_async_global();  // the completed async-proxy writes, then the release
-      fused_publish(*ctx, args->ws, rs_flag_index(*args, ctx->my_pe, rs_half_index<Cfg>(*args, row0, col0)),
-                    epoch, batch);
+      fused_publish(*ctx, args->ws,
+                    rs_flag_index(*args, ctx->my_pe, rs_half_index<Cfg>(*args, row0, col0)), epoch,
+                    batch);
     } else {
       (void)batch, (void)row0, (void)col0;
     }
@@ -138,14 +139,15 @@ __device__ __forceinline__ void rs_sum_shard(const Ctx& ctx, const ReduceScatter
   const size_t slot = size_t(a.gemm.m) * a.gemm.n;  // elements of one PE's staging slot
   for (int u = static_cast<int>(blockIdx.x); u < units; u += static_cast<int>(gridDim.x)) {
     if (threadIdx.x < static_cast<unsigned>(n_pes))
-      fused_wait_ge(a.ws + rs_flag_index(a, static_cast<int>(threadIdx.x), u), epoch,
-                    a.timeout_ns, "matmul_reduce_scatter", ctx.my_pe, "a partial tile from PE",
+      fused_wait_ge(a.ws + rs_flag_index(a, static_cast<int>(threadIdx.x), u), epoch, a.timeout_ns,
+                    "matmul_reduce_scatter", ctx.my_pe, "a partial tile from PE",
                     static_cast<int>(threadIdx.x));
     __syncthreads();
     const int row0 = (u / a.gemm.tile_cols) * 64, col0 = (u % a.gemm.tile_cols) * block_n;
     const int rows = min(64, a.gemm.m - row0), cols = min(block_n, a.gemm.n - col0);
     const int quads = cols / 4;  // N is a multiple of 8, so are the column blocks
-    for (int i = static_cast<int>(threadIdx.x); i < rows * quads; i += static_cast<int>(blockDim.x)) {
+    for (int i = static_cast<int>(threadIdx.x); i < rows * quads;
+         i += static_cast<int>(blockDim.x)) {
       const int r = row0 + i / quads, c = col0 + (i % quads) * 4;
       const float* src = a.staging + size_t(r) * a.gemm.n + c;
       float4 sum = *reinterpret_cast<const float4*>(src);
@@ -167,11 +169,9 @@ template <class Cfg, ReduceScatterMode Mode>
 __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CUtensorMap* a_map,
                                                         const CUtensorMap* b_map,
                                                         const OwnerMaps& maps,
-                                                        const ReduceScatterArgs& a,
-                                                        uint8_t* smem) {
+                                                        const ReduceScatterArgs& a, uint8_t* smem) {
   static_assert(Cfg::kClusterM == 1, "the reduce-scatter GEMM runs without clusters");
-  static_assert(Mode != ReduceScatterMode::fast ||
-                    Cfg::kEpilogueOp == gemm::EpilogueOp::reduce_add,
+  static_assert(Mode != ReduceScatterMode::fast || Cfg::kEpilogueOp == gemm::EpilogueOp::reduce_add,
                 "fast mode adds into the owners' shards");
   const uint64_t epoch = fused_epoch(a.ws);
   const int me = ctx.my_pe, n_pes = ctx.n_pes;
@@ -219,8 +219,8 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
           if (q != me) fused_publish(ctx, a.ws, words::kDone + me, epoch, q);
         for (int q = 0; q < n_pes; ++q)
           if (q != me)
-            fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "matmul_reduce_scatter",
-                          me, "the adds into this shard from PE", q);
+            fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "matmul_reduce_scatter", me,
+                          "the adds into this shard from PE", q);
       }
     });
 }

@@ -25,14 +25,14 @@ using ReduceScatterFastCfg =
 using ReduceScatterDeterministicCfg = gemm::GemmConfig<256, 4, 1, float>;
 
 struct ReduceScatterProblem {
-  int m, n, k;                // A [m, k] and B [n, k] on every PE; m = n_pes * m_shard
-  const __nv_bfloat16* a;     // local
+  int m, n, k;             // A [m, k] and B [n, k] on every PE; m = n_pes * m_shard
+  const __nv_bfloat16* a;  // local
   int64_t lda;
-  const __nv_bfloat16* b;     // local
+  const __nv_bfloat16* b;  // local
   int64_t ldb;
-  __nv_bfloat16* c_shard;     // symmetric [m / n_pes, n] (ldc, the same on every PE)
+  __nv_bfloat16* c_shard;  // symmetric [m / n_pes, n] (ldc, the same on every PE)
   int64_t ldc;
-  uint64_t* workspace;        // symmetric, reduce_scatter_workspace_bytes, zeroed once
+  uint64_t* workspace;  // symmetric, reduce_scatter_workspace_bytes, zeroed once
   ReduceScatterMode mode = ReduceScatterMode::fast;
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
@@ -85,10 +85,16 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                             reduce_scatter_staging_offset(ms, p.n, n_pes));
   // The GEMM over A cut into one block of m_shard rows per owner; C's map is replaced per
   // owner below (the plan's own C map covers this PE's staging or shard, unused).
-  gemm::GemmProblem g{ms, p.n, p.k, p.a, p.lda, p.b, p.ldb,
-                      Mode == ReduceScatterMode::fast ? static_cast<void*>(p.c_shard)
-                                                      : static_cast<void*>(staging),
-                      Mode == ReduceScatterMode::fast ? p.ldc : int64_t(p.n)};
+  gemm::GemmProblem g{
+      ms,
+      p.n,
+      p.k,
+      p.a,
+      p.lda,
+      p.b,
+      p.ldb,
+      Mode == ReduceScatterMode::fast ? static_cast<void*>(p.c_shard) : static_cast<void*>(staging),
+      Mode == ReduceScatterMode::fast ? p.ldc : int64_t(p.n)};
   g.batches = n_pes;
   g.batch_stride_a = int64_t(ms) * p.lda;
   g.batch_stride_c = Mode == ReduceScatterMode::fast ? 0 : int64_t(ms) * p.n;
@@ -99,14 +105,13 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
   for (int q = 0; q < n_pes; ++q) {
-    const bool good =
-        Mode == ReduceScatterMode::fast
-            ? gemm::detail_launch::encode_output<Cfg>(&plan->maps.map[q],
-                                                      tmashmem::ptr(ctx, p.c_shard, q), ms, p.n,
-                                                      p.ldc, 1, int64_t(ms) * p.ldc)
-            : gemm::detail_launch::encode_output<Cfg>(&plan->maps.map[q],
-                                                      tmashmem::ptr(ctx, staging, q), ms, p.n,
-                                                      p.n, n_pes, int64_t(ms) * p.n);
+    const bool good = Mode == ReduceScatterMode::fast
+                          ? gemm::detail_launch::encode_output<Cfg>(
+                                &plan->maps.map[q], tmashmem::ptr(ctx, p.c_shard, q), ms, p.n,
+                                p.ldc, 1, int64_t(ms) * p.ldc)
+                          : gemm::detail_launch::encode_output<Cfg>(
+                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n,
+                                n_pes, int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
   const auto kernel = gemm_reduce_scatter_kernel<Cfg, Mode>;

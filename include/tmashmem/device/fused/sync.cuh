@@ -60,8 +60,8 @@ __device__ __forceinline__ uint64_t fused_epoch(const uint64_t* ws) {
 /// builds (TMASHMEM_DEVICE_DEBUG) first print who waited for what. Release builds print
 /// nothing: printf is a function call, and any call in a kernel with wgmma makes ptxas
 /// serialise every wgmma of the kernel (warning C7510).
-__device__ __forceinline__ void fused_timeout(const char* call, int pe, const char* what,
-                                              int index, uint64_t expected, uint64_t seen) {
+__device__ __forceinline__ void fused_timeout(const char* call, int pe, const char* what, int index,
+                                              uint64_t expected, uint64_t seen) {
 #ifdef TMASHMEM_DEVICE_DEBUG
   printf(
       "[tmashmem PE %d] %s: timed out waiting for %s %d (expected >= %llu, seen %llu); every PE "
@@ -89,8 +89,7 @@ __device__ __forceinline__ void fused_wait_ge(const uint64_t* w, uint64_t value,
 /// Sets PE `pe`'s copy of word `index` of the workspace to `value` with release semantics
 /// (GPU scope when the whole job shares this GPU, else system scope).
 __device__ __forceinline__ void fused_publish(const Ctx& ctx, uint64_t* ws, int index,
-                                              uint64_t value, int pe,
-                                              SignalOp op = SignalOp::Set) {
+                                              uint64_t value, int pe, SignalOp op = SignalOp::Set) {
   detail::signal_update_release(ptr(ctx, ws + index, pe), value, op,
                                 (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0);
 }
@@ -98,9 +97,10 @@ __device__ __forceinline__ void fused_publish(const Ctx& ctx, uint64_t* ws, int 
 /// The thread of each CTA that runs fused_finish: the first consumer thread of a GEMM CTA.
 constexpr unsigned kFinishThread = 128;
 
-/// Thread kFinishThread of every CTA, once the CTA's work is done (its bulk stores complete): counts the
-/// CTA finished; the call's last CTA runs `last()` (the waits that make the call complete in
-/// stream order), resets the per-call words and bumps the epoch. Returns true in that CTA.
+/// Thread kFinishThread of every CTA, once the CTA's work is done (its bulk stores complete):
+/// counts the CTA finished; the call's last CTA runs `last()` (the waits that make the call
+/// complete in stream order), resets the per-call words and bumps the epoch. Returns true in that
+/// CTA.
 template <class Last>
 __device__ __forceinline__ bool fused_finish(uint64_t* ws, uint64_t epoch, Last&& last) {
   __threadfence();

@@ -51,16 +51,17 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
 /// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
-/// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). Uses named barrier 1 + wg. Thread 0 of the warpgroup issues the stores
-/// and owns their bulk async-groups: it waits for them at the next call and before the
-/// kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept across tiles so
-/// that the buffers alternate also when a tile has an odd number of chunks).
+/// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). Uses
+/// named barrier 1 + wg. Thread 0 of the warpgroup issues the stores and owns their bulk
+/// async-groups: it waits for them at the next call and before the kernel ends. `slot`: the
+/// warpgroup's next chunk buffer (starts at 0; kept across tiles so that the buffers alternate also
+/// when a tile has an odd number of chunks).
 template <class Cfg>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,
                                                const CUtensorMap* c_map, int batch, int row0,
-                                               int col0, int wg,
-                                               uint32_t thread_in_wg, uint32_t& slot) {
+                                               int col0, int wg, uint32_t thread_in_wg,
+                                               uint32_t& slot) {
   using Out = typename Cfg::Out;
   constexpr int kGroupsPerChunk = Cfg::kOutChunkCols / 8;  // 8-column accumulator groups
   const uint32_t warp = thread_in_wg / 32, lane = thread_in_wg % 32;

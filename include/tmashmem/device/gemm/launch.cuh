@@ -98,10 +98,10 @@ bool encode_output(CUtensorMap* map, void* data, int64_t rows, int64_t cols, int
   using Out = typename Cfg::Out;
   const CUtensorMapDataType out_type =
       sizeof(Out) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode_2d(map, out_type, sizeof(Out), data, rows, cols, ld, Cfg::kOutChunkCols, 64,
-                   Cfg::kOutSwizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                                : CU_TENSOR_MAP_SWIZZLE_64B,
-                   batches, batch_stride);
+  return encode_2d(
+      map, out_type, sizeof(Out), data, rows, cols, ld, Cfg::kOutChunkCols, 64,
+      Cfg::kOutSwizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+      batches, batch_stride);
 }
 
 }  // namespace detail_launch
@@ -125,8 +125,7 @@ const char* gemm_check(const GemmProblem& p) {
       0)
     return "gemm: A, B and C must be 16-byte aligned";
   if (p.batches < 1) return "gemm: batches must be at least 1";
-  if (p.batch_stride_a % 8 != 0 ||
-      (p.batch_stride_c * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
+  if (p.batch_stride_a % 8 != 0 || (p.batch_stride_c * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
     return "gemm: block strides must keep blocks 16-byte aligned";
   return nullptr;
 }

@@ -22,16 +22,15 @@ namespace tmashmem::gemm {
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const GemmArgs& args,
-                                        int cluster_id, int clusters, uint32_t rank,
-                                        Hooks& hooks) {
+                                        int cluster_id, int clusters, uint32_t rank, Hooks& hooks) {
   const TileScheduler sched(args);
   PipelineState<Cfg::kStages> st;
   const uint64_t a_op = reinterpret_cast<uint64_t>(a_map);
   const uint64_t b_op = reinterpret_cast<uint64_t>(b_map);
   for (int t = cluster_id; t < sched.tiles(); t += clusters) {
     const TileCoordMN tc = sched.coord(t);
-    const TileRowInBatch tr = tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row,
-                                                                            rank);
+    const TileRowInBatch tr =
+        tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
     const int b_row0 = tc.col * Cfg::kBlockN + static_cast<int>(rank) * Cfg::kBSliceRows;
     hooks.before_a_loads(tr.batch, tc.cluster_row);
     for (int kb = 0; kb < args.k_blocks; ++kb) {
