@@ -274,5 +274,7 @@ tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, u
 #include "tmashmem/tensor.h"
 /* Collectives on a stream (all-gather, reduce-scatter, all-reduce, all-to-all, broadcast). */
 #include "tmashmem/collectives.h"
+/* Fused communication + GEMM on a stream (all-gather + GEMM, GEMM + reduce-scatter). */
+#include "tmashmem/fused.h"
 
 #endif /* TMASHMEM_TMASHMEM_H */

@@ -80,13 +80,21 @@ constexpr size_t gemm_smem_bytes() {
 }
 
 /// The run-time arguments of the kernel (shape and the tile grid derived from it).
+///
+/// A and C may be cut into `batches` blocks of `m` rows each (A [batches][m][K], C
+/// [batches][m][N]; rank-3 tensor maps {K or N, m, batches}): tiles never straddle two
+/// blocks, and TMA zero-fills (loads) and clips (stores) each block at its own m rows. The
+/// fused kernels use one block per PE (an all-gathered A, a reduce-scattered C); a plain
+/// GEMM is one block.
 struct GemmArgs {
-  int m, n, k;
-  int cluster_rows;  // ceil(M / (kBlockM * kClusterM)): rows of cluster tiles
-  int tile_cols;     // ceil(N / kBlockN)
-  int k_blocks;      // ceil(K / kBlockK); the last block's tail reads as zero
-  int group_rows;    // rasterisation: cluster rows walked together down one tile column
-  int row_rotation;  // 0 .. cluster_rows - 1: the cluster row the tile order starts at
+  int m, n, k;             // m: rows of one block
+  int batches;             // blocks of m rows (1 for a plain GEMM)
+  int batch_cluster_rows;  // ceil(m / (kBlockM * kClusterM)): cluster-tile rows per block
+  int cluster_rows;        // batches * batch_cluster_rows: rows of cluster tiles in all
+  int tile_cols;           // ceil(N / kBlockN)
+  int k_blocks;            // ceil(K / kBlockK); the last block's tail reads as zero
+  int group_rows;          // rasterisation: cluster rows walked together down one tile column
+  int row_rotation;        // 0 .. cluster_rows - 1: the cluster row the tile order starts at
 };
 
 }  // namespace tmashmem::gemm

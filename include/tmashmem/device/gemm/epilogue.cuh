@@ -17,7 +17,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tmashmem/device/detail/gemm_tma.cuh"
+#include "tmashmem/device/detail/address.cuh"
+#include "tmashmem/device/detail/tensor.cuh"
 #include "tmashmem/device/detail/warpgroup.cuh"
 #include "tmashmem/device/gemm/config.cuh"
 #include "tmashmem/device/gemm/mainloop.cuh"
@@ -49,16 +50,18 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 }  // namespace detail_epilogue
 
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
-/// first element in C. `c_map`: box {kOutChunkCols, 64} over C [M, N], swizzled with span
-/// kOutSwizzleBytes. Uses named barrier 1 + wg. Thread 0 of the warpgroup issues the stores
-/// and owns their bulk async-groups: it waits for them at the next call and before the
-/// kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept across tiles so
-/// that the buffers alternate also when a tile has an odd number of chunks).
+/// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
+/// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). Uses
+/// named barrier 1 + wg. Thread 0 of the warpgroup issues the stores and owns their bulk
+/// async-groups: it waits for them at the next call and before the kernel ends. `slot`: the
+/// warpgroup's next chunk buffer (starts at 0; kept across tiles so that the buffers alternate also
+/// when a tile has an odd number of chunks).
 template <class Cfg>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,
-                                               const CUtensorMap* c_map, int row0, int col0, int wg,
-                                               uint32_t thread_in_wg, uint32_t& slot) {
+                                               const CUtensorMap* c_map, int batch, int row0,
+                                               int col0, int wg, uint32_t thread_in_wg,
+                                               uint32_t& slot) {
   using Out = typename Cfg::Out;
   constexpr int kGroupsPerChunk = Cfg::kOutChunkCols / 8;  // 8-column accumulator groups
   const uint32_t warp = thread_in_wg / 32, lane = thread_in_wg % 32;
@@ -85,10 +88,13 @@ __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
     fence_proxy_async_shared();
     detail::named_barrier_sync(barrier_id, 128);
     if (thread_in_wg == 0) {
+      const int32_t coord[3] = {col0 + c * Cfg::kOutChunkCols, row0, batch};
+      const uint64_t map = reinterpret_cast<uint64_t>(c_map);
       if constexpr (Cfg::kEpilogueOp == EpilogueOp::reduce_add)
-        detail::tma_reduce_add_2d(c_map, col0 + c * Cfg::kOutChunkCols, row0, chunk);
+        detail::tensor_reduce<detail::TensorReduceOp::add, 3>(map, detail::smem_address(chunk),
+                                                              coord);
       else
-        detail::tma_store_2d(c_map, col0 + c * Cfg::kOutChunkCols, row0, chunk);
+        detail::tensor_store<3>(map, detail::smem_address(chunk), coord);
       bulk_commit_group();
     }
   }

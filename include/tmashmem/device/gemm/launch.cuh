@@ -25,6 +25,9 @@
 
 namespace tmashmem::gemm {
 
+/// `m` rows of A and C per block, `batches` blocks (GemmArgs); block i of A starts at
+/// a + i * batch_stride_a elements (0: m * lda, blocks back to back), of C at
+/// c + i * batch_stride_c (0: m * ldc).
 struct GemmProblem {
   int m, n, k;
   const __nv_bfloat16* a;
@@ -33,6 +36,9 @@ struct GemmProblem {
   int64_t ldb;
   void* c;
   int64_t ldc;
+  int batches = 1;
+  int64_t batch_stride_a = 0;
+  int64_t batch_stride_c = 0;
 };
 
 template <class Cfg>
@@ -63,19 +69,39 @@ inline EncodeTiled encode_tiled() {
 }
 
 // A 2-D row-major matrix [rows, cols] with `ld` elements between rows, boxes of
-// {box_cols, box_rows}, zero fill outside.
+// {box_cols, box_rows}, zero fill outside. With batches > 0: a rank-3 map {cols, rows,
+// batches} whose blocks lie batch_stride elements apart, boxes {box_cols, box_rows, 1}.
 inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, size_t elem_bytes,
                       const void* data, int64_t rows, int64_t cols, int64_t ld, int box_cols,
-                      int box_rows, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
+                      int box_rows, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B,
+                      int batches = 0, int64_t batch_stride = 0) {
   const EncodeTiled fn = encode_tiled();
   if (fn == nullptr) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * elem_bytes};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return fn(map, type, 2, const_cast<void*>(data), dims, strides, box, elem_strides,
+  const cuuint32_t rank = batches > 0 ? 3 : 2;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batches > 0 ? batches : 1)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * elem_bytes,
+                                 static_cast<cuuint64_t>(batch_stride) * elem_bytes};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows),
+                             1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return fn(map, type, rank, const_cast<void*>(data), dims, strides, box, elem_strides,
             CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The output map of C (or of any buffer laid out like one block-cut C): box {chunk cols,
+// 64, 1} in the epilogue's swizzle.
+template <class Cfg>
+bool encode_output(CUtensorMap* map, void* data, int64_t rows, int64_t cols, int64_t ld,
+                   int batches, int64_t batch_stride) {
+  using Out = typename Cfg::Out;
+  const CUtensorMapDataType out_type =
+      sizeof(Out) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode_2d(
+      map, out_type, sizeof(Out), data, rows, cols, ld, Cfg::kOutChunkCols, 64,
+      Cfg::kOutSwizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+      batches, batch_stride);
 }
 
 }  // namespace detail_launch
@@ -98,39 +124,55 @@ const char* gemm_check(const GemmProblem& p) {
           16 !=
       0)
     return "gemm: A, B and C must be 16-byte aligned";
+  if (p.batches < 1) return "gemm: batches must be at least 1";
+  if (p.batch_stride_a % 8 != 0 || (p.batch_stride_c * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
+    return "gemm: block strides must keep blocks 16-byte aligned";
   return nullptr;
 }
 
-/// Encodes the maps and sizes the persistent grid (one CTA per SM that can hold one;
-/// clusters as many as the device can co-schedule). `group_rows`: cluster rows walked
+/// Encodes the maps and fills the kernel arguments (gemm_plan also sizes the grid of
+/// gemm_kernel; a fused kernel sizes its own). `group_rows`: cluster rows walked
 /// together (rasterisation); `max_ctas` > 0 caps the grid; the tile order starts at the
-/// cluster row holding row `first_row` of C (wrapping around). Returns a message or nullptr.
+/// cluster row holding row `first_row` of C (counted over all blocks: block i's rows are
+/// i * m .. i * m + m - 1), wrapping around. Returns a message or nullptr.
 template <class Cfg>
-const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows = 8,
-                      int max_ctas = 0, int first_row = 0) {
+const char* gemm_plan_tiles(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows = 8,
+                            int first_row = 0) {
   if (const char* why = gemm_check<Cfg>(p)) return why;
-  using Out = typename Cfg::Out;
-  const CUtensorMapDataType out_type =
-      sizeof(Out) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const int64_t stride_a = p.batch_stride_a != 0 ? p.batch_stride_a : int64_t(p.m) * p.lda;
+  const int64_t stride_c = p.batch_stride_c != 0 ? p.batch_stride_c : int64_t(p.m) * p.ldc;
   if (!detail_launch::encode_2d(&plan->a_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.a, p.m, p.k,
-                                p.lda, Cfg::kBlockK, Cfg::kBlockM) ||
+                                p.lda, Cfg::kBlockK, Cfg::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B,
+                                p.batches, stride_a) ||
       !detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.n, p.k,
                                 p.ldb, Cfg::kBlockK, Cfg::kBSliceRows) ||
-      !detail_launch::encode_2d(
-          &plan->c_map, out_type, sizeof(Out), p.c, p.m, p.n, p.ldc, Cfg::kOutChunkCols, 64,
-          Cfg::kOutSwizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B))
+      !detail_launch::encode_output<Cfg>(&plan->c_map, p.c, p.m, p.n, p.ldc, p.batches, stride_c))
     return "gemm: cuTensorMapEncodeTiled failed (driver entry point missing or a map rule)";
   GemmArgs& a = plan->args;
   a.m = p.m;
   a.n = p.n;
   a.k = p.k;
-  a.cluster_rows = (p.m + Cfg::kBlockM * Cfg::kClusterM - 1) / (Cfg::kBlockM * Cfg::kClusterM);
+  a.batches = p.batches;
+  a.batch_cluster_rows =
+      (p.m + Cfg::kBlockM * Cfg::kClusterM - 1) / (Cfg::kBlockM * Cfg::kClusterM);
+  a.cluster_rows = a.batch_cluster_rows * p.batches;
   a.tile_cols = (p.n + Cfg::kBlockN - 1) / Cfg::kBlockN;
   a.k_blocks = (p.k + Cfg::kBlockK - 1) / Cfg::kBlockK;
   a.group_rows = std::max(1, group_rows);
-  if (first_row < 0 || first_row >= p.m) return "gemm: first_row must lie in [0, M)";
-  a.row_rotation = first_row / (Cfg::kBlockM * Cfg::kClusterM);
+  if (first_row < 0 || first_row >= int64_t(p.m) * p.batches)
+    return "gemm: first_row must lie in [0, M * batches)";
+  a.row_rotation = (first_row / p.m) * a.batch_cluster_rows +
+                   (first_row % p.m) / (Cfg::kBlockM * Cfg::kClusterM);
+  return nullptr;
+}
 
+/// gemm_plan_tiles, then the grid of gemm_kernel: one CTA per SM (clusters: as many as the
+/// device co-schedules), at most one per cluster tile, at most `max_ctas` when > 0.
+template <class Cfg>
+const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows = 8,
+                      int max_ctas = 0, int first_row = 0) {
+  if (const char* why = gemm_plan_tiles(p, plan, group_rows, first_row)) return why;
+  const GemmArgs& a = plan->args;
   const auto kernel = gemm_kernel<Cfg>;
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(gemm_smem_bytes<Cfg>())) != cudaSuccess)

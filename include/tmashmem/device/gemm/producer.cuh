@@ -6,36 +6,47 @@
 
 #include <cuda.h>
 
-#include "tmashmem/device/detail/gemm_tma.cuh"
+#include <cstdint>
+
+#include "tmashmem/device/detail/address.cuh"
+#include "tmashmem/device/detail/tensor.cuh"
 #include "tmashmem/device/gemm/config.cuh"
 #include "tmashmem/device/gemm/pipeline.cuh"
 #include "tmashmem/device/gemm/scheduler.cuh"
 
 namespace tmashmem::gemm {
 
-/// Called by exactly one thread. `a_map`: box {64, 128} over A [M, K]; `b_map`: box
-/// {64, kBSliceRows} over B [N, K]; both 128-byte swizzled.
-template <class Cfg>
+/// Called by exactly one thread. `a_map`: box {64, 128, 1} over A [batches][m][K];
+/// `b_map`: box {64, kBSliceRows} over B [N, K]; both 128-byte swizzled. `hooks`:
+/// before_a_loads(batch, cluster_row) runs once per tile before its first load.
+template <class Cfg, class Hooks>
 __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const GemmArgs& args,
-                                        int cluster_id, int clusters, uint32_t rank) {
+                                        int cluster_id, int clusters, uint32_t rank, Hooks& hooks) {
   const TileScheduler sched(args);
   PipelineState<Cfg::kStages> st;
+  const uint64_t a_op = reinterpret_cast<uint64_t>(a_map);
+  const uint64_t b_op = reinterpret_cast<uint64_t>(b_map);
   for (int t = cluster_id; t < sched.tiles(); t += clusters) {
     const TileCoordMN tc = sched.coord(t);
-    const int row0 = (tc.cluster_row * Cfg::kClusterM + static_cast<int>(rank)) * Cfg::kBlockM;
+    const TileRowInBatch tr =
+        tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
     const int b_row0 = tc.col * Cfg::kBlockN + static_cast<int>(rank) * Cfg::kBSliceRows;
+    hooks.before_a_loads(tr.batch, tc.cluster_row);
     for (int kb = 0; kb < args.k_blocks; ++kb) {
       stage_wait(s.empty[st.stage], st.phase ^ 1u);
       s.full[st.stage].arrive_expect_tx(Cfg::kStageBytes);
-      const int k0 = kb * Cfg::kBlockK;
-      detail::tma_load_2d(s.a[st.stage], a_map, k0, row0, &s.full[st.stage]);
-      uint8_t* b_dst = s.b[st.stage] + rank * Cfg::kBSliceBytes;
+      const int32_t k0 = kb * Cfg::kBlockK;
+      const uint32_t bar = s.full[st.stage].smem_address();
+      const int32_t ca[3] = {k0, tr.row0, tr.batch};
+      detail::tensor_load<3>(detail::smem_address(s.a[st.stage]), a_op, bar, ca);
+      const uint32_t b_dst = detail::smem_address(s.b[st.stage] + rank * Cfg::kBSliceBytes);
+      const int32_t cb[2] = {k0, b_row0};
       if constexpr (Cfg::kClusterM == 1)
-        detail::tma_load_2d(b_dst, b_map, k0, b_row0, &s.full[st.stage]);
+        detail::tensor_load<2>(b_dst, b_op, bar, cb);
       else
-        detail::tma_load_2d_multicast(b_dst, b_map, k0, b_row0, &s.full[st.stage],
-                                      static_cast<uint16_t>((1u << Cfg::kClusterM) - 1));
+        detail::tensor_load_multicast<2>(b_dst, b_op, bar,
+                                         static_cast<uint16_t>((1u << Cfg::kClusterM) - 1), cb);
       st.advance();
     }
   }

@@ -13,9 +13,24 @@
 namespace tmashmem::gemm {
 
 struct TileCoordMN {
-  int cluster_row;  // the CTA's own tile row is cluster_row * kClusterM + its cluster rank
+  int cluster_row;  // 0 .. cluster_rows - 1, over all blocks of rows (GemmArgs::batches)
   int col;
 };
+
+/// Where a cluster row lies: block `batch` of rows, and the first row of this CTA's tile
+/// inside that block (the CTA of cluster rank `rank` takes the rank-th 128-row tile).
+struct TileRowInBatch {
+  int batch;
+  int row0;
+};
+
+template <int BlockM, int ClusterM>
+__device__ __forceinline__ TileRowInBatch tile_row_in_batch(const GemmArgs& a, int cluster_row,
+                                                            uint32_t rank) {
+  const int batch = cluster_row / a.batch_cluster_rows;
+  const int local = cluster_row - batch * a.batch_cluster_rows;
+  return {batch, (local * ClusterM + static_cast<int>(rank)) * BlockM};
+}
 
 struct TileScheduler {
   int cluster_rows, tile_cols, group_rows, row_rotation;

@@ -1,0 +1,62 @@
+// The all-gather GEMM kernel of tmashmem_allgather_matmul_on_stream (tmashmem/fused.h), and
+// the registration of the fused kernels' table with the host half (runtime/fused.cpp) while
+// libtmashmem loads. One configuration: 128 x 256 tiles, 4 stages, no cluster (the GEMM's
+// fastest single configuration across shapes, docs/gemm.md); the kernel itself is the
+// building block of tmashmem/device/fused/allgather_gemm.cuh.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "device/fused_launch.h"
+#include "tmashmem/device/fused/allgather_gemm_launch.cuh"
+
+namespace tmashmem::device_fused {
+
+using AllgatherCfg = gemm::GemmConfig<256, 4, 1, __nv_bfloat16>;
+
+CudaOutcome outcome(cudaError_t error) {
+  CudaOutcome o;
+  o.code = static_cast<int>(error);
+  if (error != cudaSuccess) {
+    o.name = cudaGetErrorName(error);
+    o.text = cudaGetErrorString(error);
+    o.out_of_memory = error == cudaErrorMemoryAllocation;
+  }
+  return o;
+}
+
+CudaOutcome rejected(const char* why) {
+  CudaOutcome o;
+  o.code = -1;
+  o.name = why;
+  return o;
+}
+
+CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
+  fused::AllgatherGemmProblem p{};
+  p.m_shard = c.m_shard;
+  p.n = c.n;
+  p.k = c.k;
+  p.a_shard = static_cast<const __nv_bfloat16*>(c.a_shard);
+  p.b = static_cast<const __nv_bfloat16*>(c.b);
+  p.ldb = c.ldb;
+  p.c = static_cast<__nv_bfloat16*>(c.c);
+  p.ldc = c.ldc;
+  p.a_gathered = static_cast<__nv_bfloat16*>(c.a_gathered);
+  p.workspace = static_cast<uint64_t*>(c.workspace);
+  p.comm_ctas = c.comm_sms;
+  fused::AllgatherGemmPlan<AllgatherCfg> plan;
+  if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) return rejected(why);
+  return outcome(fused::allgather_gemm_run(c.ctx, plan, stream));
+}
+
+namespace {
+
+const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter};
+
+struct Registration {
+  Registration() { register_fused_kernels(&kFused); }
+} g_registration;
+
+}  // namespace
+}  // namespace tmashmem::device_fused

@@ -1,0 +1,18 @@
+// The two halves of the fused kernels' table (runtime/fused_kernels.h): each in its own
+// translation unit (device/fused_allgather.cu, device/fused_reduce_scatter.cu), so that they
+// compile side by side; fused_allgather.cu registers the table.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "runtime/fused_kernels.h"
+
+namespace tmashmem::device_fused {
+
+CudaOutcome outcome(cudaError_t error);
+CudaOutcome rejected(const char* why);
+CudaOutcome allgather_matmul(const AllgatherMatmulCall& call, CUstream stream);
+CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& call, CUstream stream);
+
+}  // namespace tmashmem::device_fused

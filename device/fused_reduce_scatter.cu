@@ -1,0 +1,44 @@
+// The GEMM + reduce-scatter kernels of tmashmem_matmul_reduce_scatter_on_stream
+// (tmashmem/fused.h), both modes; the kernels are the building block of
+// tmashmem/device/fused/gemm_reduce_scatter.cuh.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "device/fused_launch.h"
+#include "tmashmem/device/fused/gemm_reduce_scatter_launch.cuh"
+#include "tmashmem/fused.h"
+
+namespace tmashmem::device_fused {
+
+namespace {
+
+template <class Cfg, fused::ReduceScatterMode Mode>
+CudaOutcome plan_and_run(const MatmulReduceScatterCall& c, CUstream stream) {
+  fused::ReduceScatterProblem p{};
+  p.m = c.m;
+  p.n = c.n;
+  p.k = c.k;
+  p.a = static_cast<const __nv_bfloat16*>(c.a);
+  p.lda = c.lda;
+  p.b = static_cast<const __nv_bfloat16*>(c.b);
+  p.ldb = c.ldb;
+  p.c_shard = static_cast<__nv_bfloat16*>(c.c_shard);
+  p.ldc = c.ldc;
+  p.workspace = static_cast<uint64_t*>(c.workspace);
+  p.mode = Mode;
+  fused::ReduceScatterPlan<Cfg, Mode> plan;
+  if (const char* why = fused::reduce_scatter_plan(c.ctx, p, &plan)) return rejected(why);
+  return outcome(fused::reduce_scatter_run(c.ctx, plan, stream));
+}
+
+}  // namespace
+
+CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& c, CUstream stream) {
+  if (c.mode == TMASHMEM_REDUCE_SCATTER_DETERMINISTIC)
+    return plan_and_run<fused::ReduceScatterDeterministicCfg,
+                        fused::ReduceScatterMode::deterministic>(c, stream);
+  return plan_and_run<fused::ReduceScatterFastCfg, fused::ReduceScatterMode::fast>(c, stream);
+}
+
+}  // namespace tmashmem::device_fused

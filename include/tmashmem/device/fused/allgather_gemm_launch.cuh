@@ -1,0 +1,130 @@
+// Host side of the all-gather GEMM (allgather_gemm.cuh): the problem, its checks, the plan
+// (tensor maps, grid, communication CTAs) and the launch. Host code in a .cu file; the
+// on-stream call tmashmem_allgather_matmul_on_stream (tmashmem/fused.h) is this, inside the
+// library.
+//
+//   tmashmem::fused::AllgatherGemmProblem p{m_shard, n, k, a_shard, b, ldb, c, ldc,
+//                                           a_gathered, workspace};
+//   tmashmem::fused::AllgatherGemmPlan<Cfg> plan;
+//   if (const char* why = tmashmem::fused::allgather_gemm_plan(ctx, p, &plan)) ...
+//   tmashmem::fused::allgather_gemm_run(ctx, plan, stream);
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tmashmem/ctx.h"
+#include "tmashmem/device/fused/allgather_gemm.cuh"
+#include "tmashmem/device/gemm/launch.cuh"
+
+namespace tmashmem::fused {
+
+struct AllgatherGemmProblem {
+  int m_shard, n, k;             // A shard [m_shard, K]; B [n, K]; C [n_pes * m_shard, n]
+  const __nv_bfloat16* a_shard;  // symmetric, rows of K contiguous (lda = K)
+  const __nv_bfloat16* b;        // local
+  int64_t ldb;
+  __nv_bfloat16* c;  // local
+  int64_t ldc;
+  __nv_bfloat16* a_gathered;  // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
+  uint64_t* workspace;        // symmetric, allgather_gemm_workspace_bytes, zeroed once
+  int comm_ctas = 0;          // 0: the GEMM CTAs' idle producer warps copy (no SM
+                              // leaves the GEMM); > 0: that many CTAs copy instead
+  uint64_t timeout_ns = kFusedDefaultTimeoutNs;
+  int group_rows = 8;
+};
+
+/// Flags the workspace holds for a problem: one per chunk (cluster-tile row), at 128-row
+/// chunks (the smallest), so one size serves every configuration.
+inline uint64_t allgather_gemm_workspace_bytes(int64_t m_shard, int n_pes) {
+  return fused_workspace_bytes(static_cast<uint64_t>((m_shard + 127) / 128) * n_pes);
+}
+
+template <class Cfg>
+struct AllgatherGemmPlan {
+  CUtensorMap a_map, b_map, c_map;
+  AllgatherGemmArgs args;
+  int grid = 0;
+};
+
+/// SMs one PE may fill at once: all of them, or an equal share when the whole job runs on
+/// this GPU (PEs sharing a GPU run their kernels side by side under MPS, and each kernel's
+/// CTAs wait for the others').
+inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
+  if ((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0 && ctx.n_pes > 1)
+    return std::max(2, sms / ctx.n_pes);
+  return sms;
+}
+
+/// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
+template <class Cfg>
+const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmProblem& p,
+                                AllgatherGemmPlan<Cfg>* plan) {
+  if (ctx.n_pes < 1 || ctx.n_pes > kFusedMaxPes) return "allgather_matmul: 1 to 64 PEs";
+  if (ctx.first_local_pe != 0 || ctx.n_local_pes != ctx.n_pes || !tmashmem::all_reachable(ctx))
+    return "allgather_matmul: every PE must be load/store reachable (one node, peer access)";
+  if (p.m_shard <= 0) return "allgather_matmul: m_shard must be positive";
+  if (p.a_shard == nullptr || p.a_gathered == nullptr || p.workspace == nullptr)
+    return "allgather_matmul: a_shard, a_gathered and workspace must be given";
+  if ((reinterpret_cast<uintptr_t>(p.a_shard) | reinterpret_cast<uintptr_t>(p.a_gathered)) % 16)
+    return "allgather_matmul: a_shard and a_gathered must be 16-byte aligned";
+  gemm::GemmProblem g{p.m_shard, p.n, p.k, p.a_gathered, p.k, p.b, p.ldb, p.c, p.ldc};
+  g.batches = ctx.n_pes;
+  gemm::GemmPlan<Cfg> gp;
+  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ctx.my_pe * p.m_shard))
+    return why;
+  plan->a_map = gp.a_map;
+  plan->b_map = gp.b_map;
+  plan->c_map = gp.c_map;
+  const auto kernel = allgather_gemm_kernel<Cfg>;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(gemm::gemm_smem_bytes<Cfg>())) != cudaSuccess)
+    return "allgather_matmul: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return "allgather_matmul: cannot read the multiprocessor count";
+  const int usable = fused_sms_per_pe(ctx, sms);
+  if (p.comm_ctas < 0) return "allgather_matmul: comm_ctas must be 0 or positive";
+  const int comm = (p.comm_ctas + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
+  if (comm + Cfg::kClusterM > usable)
+    return "allgather_matmul: comm_ctas leaves no SM for the GEMM (at most the PE's SMs minus one "
+           "cluster)";
+  const int tiles = gp.args.cluster_rows * gp.args.tile_cols;
+  const int clusters = std::min((usable - comm) / Cfg::kClusterM, tiles);
+  AllgatherGemmArgs& a = plan->args;
+  a.gemm = gp.args;
+  a.a_shard = p.a_shard;
+  a.a_gathered = p.a_gathered;
+  a.ws = p.workspace;
+  a.comm_ctas = comm;
+  a.chunk_rows = Cfg::kBlockM * Cfg::kClusterM;
+  a.timeout_ns = p.timeout_ns;
+  plan->grid = comm + clusters * Cfg::kClusterM;
+  return nullptr;
+}
+
+template <class Cfg>
+cudaError_t allgather_gemm_run(const tmashmem_ctx_t& ctx, const AllgatherGemmPlan<Cfg>& plan,
+                               cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = Cfg::kClusterM;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
+  cfg.blockDim = dim3(Cfg::kThreads);
+  cfg.dynamicSmemBytes = gemm::gemm_smem_bytes<Cfg>();
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, allgather_gemm_kernel<Cfg>, ctx, plan.a_map, plan.b_map,
+                            plan.c_map, plan.args);
+}
+
+}  // namespace tmashmem::fused

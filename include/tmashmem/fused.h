@@ -1,0 +1,102 @@
+/* tmashmem fused communication + GEMM on a stream (bf16 operands, fp32 accumulation):
+ * all-gather + GEMM and GEMM + reduce-scatter, each one kernel.
+ *
+ * tmashmem_allgather_matmul_on_stream: the tensor-parallel column-linear layer. Each PE holds
+ * a shard A_p [m_shard, k] of A (in the symmetric heap) and its own B [n, k]:
+ *
+ *     C [n_pes * m_shard, n] = all_gather(A) * B^T     (rows p * m_shard .. : A_p * B^T)
+ *
+ * One kernel both gathers and multiplies: copiers (the GEMM CTAs' idle producer warps, or a
+ * few dedicated CTAs) pull the peers' shards chunk by chunk (own shard first) into the
+ * gathered buffer and flag each chunk; the GEMM's producer
+ * waits for a chunk's flag before it loads those rows, and the GEMM's tile order starts at
+ * this PE's own rows. Every remote row crosses the link once. The gathered A is kept (in
+ * `a_gathered`, or inside the workspace when a_gathered is NULL).
+ *
+ * COLLECTIVE in stream order: every PE makes the same sequence of these calls with the same
+ * shapes and the same workspace; a call on one PE waits (on the GPU, bounded: the kernel
+ * traps after 10 s) for the matching call of every other PE. On return the work is enqueued;
+ * when the stream reaches its next operation, C (and the gathered A) are complete, and this
+ * PE's shard may be overwritten (every peer has finished reading it). No host
+ * synchronisation, no allocation: the call can be captured into a CUDA graph and replayed.
+ *
+ * Needs every PE load/store reachable (one node, peer access), sm_90a, and: k a multiple of 8,
+ * n * 2 and ldc * 2 multiples of 16 (n and ldc multiples of 8), ldb >= k a multiple of 8,
+ * 16-byte aligned pointers. The shard's rows are contiguous (lda = k). PEs that share one GPU
+ * run their kernels side by side (start CUDA MPS); each then uses its share of the SMs. */
+#ifndef TMASHMEM_FUSED_H
+#define TMASHMEM_FUSED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tmashmem/tmashmem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of the symmetric workspace for tmashmem_allgather_matmul_on_stream with these
+ * shapes on the current job: the flags (zero before the first call: allocate it with
+ * tmashmem_calloc, COLLECTIVE) and, when `gathered_in_workspace` is nonzero, room for the
+ * gathered A [n_pes * m_shard, k] after them. 0 before tmashmem_init or for bad shapes. */
+size_t tmashmem_allgather_matmul_workspace_bytes(int64_t m_shard, int64_t k,
+                                                 int gathered_in_workspace);
+
+/* The gathered A inside a workspace sized with gathered_in_workspace = 1 (NULL if none). */
+void* tmashmem_allgather_matmul_gathered(void* workspace, int64_t m_shard);
+
+/* a_shard: symmetric bf16 [m_shard, k]; b: bf16 [n, k] with leading dimension ldb (this PE's);
+ * c: bf16 [n_pes * m_shard, n] with leading dimension ldc (this PE's); a_gathered: bf16
+ * [n_pes * m_shard, k] contiguous (this PE's device memory), or NULL to gather inside the
+ * workspace; workspace: symmetric, tmashmem_allgather_matmul_workspace_bytes, zeroed before the
+ * first call and used only by these calls; comm_sms: 0 (the default) copies with the GEMM
+ * CTAs' otherwise idle producer warps, so every SM keeps multiplying; > 0 gives that many SMs
+ * to copying (bulk copies) instead (docs/fused.md has the measurements). */
+tmashmem_status_t tmashmem_allgather_matmul_on_stream(const void* a_shard, const void* b, void* c,
+                                                      void* a_gathered, int64_t m_shard, int64_t n,
+                                                      int64_t k, int64_t ldb, int64_t ldc,
+                                                      void* workspace, int comm_sms,
+                                                      tmashmem_stream_t stream);
+
+/* tmashmem_matmul_reduce_scatter_on_stream: the tensor-parallel row-linear layer. Each PE holds
+ * A_p [m, k] and B_p [n, k] (its slice of the reduction dimension):
+ *
+ *     C = sum over PEs p of A_p * B_p^T   [m, n],   PE q receiving rows q * m/n_pes ..
+ *                                                    (q + 1) * m/n_pes - 1 in its c_shard
+ *
+ * One kernel computes and scatters; its tile order takes the other PEs' rows first and this
+ * PE's own rows last. Modes (tmashmem_reduce_scatter_mode_t):
+ *   FAST           each finished tile is added straight into its owner's c_shard by a TMA
+ *                  reduce-add (bf16): the order of the additions varies from run to run, so
+ *                  the result may differ in the last bits between runs.
+ *   DETERMINISTIC  each PE stores its fp32 partial tile into a staging slot of the owner (in
+ *                  the owner's workspace) and flags it; the owner sums the partials in PE
+ *                  order in fp32 and rounds once: bit-identical across runs. Needs
+ *                  n_pes * m/n_pes * n * 4 more workspace bytes.
+ *
+ * COLLECTIVE in stream order, like tmashmem_allgather_matmul_on_stream (same rules: same
+ * shapes, same workspace, bounded GPU waits, graph capture). When the stream reaches its next
+ * operation, this PE's c_shard is complete. 1 to 8 PEs; m a multiple of n_pes; k, n, lda, ldb
+ * and ldc multiples of 8 (ldc the same on every PE); c_shard symmetric. */
+typedef enum tmashmem_reduce_scatter_mode {
+  TMASHMEM_REDUCE_SCATTER_FAST = 0,
+  TMASHMEM_REDUCE_SCATTER_DETERMINISTIC = 1
+} tmashmem_reduce_scatter_mode_t;
+
+/* Bytes of the symmetric workspace (zeroed before the first call: tmashmem_calloc). 0 before
+ * tmashmem_init or for bad arguments. */
+size_t tmashmem_matmul_reduce_scatter_workspace_bytes(int64_t m, int64_t n, int mode);
+
+/* a: bf16 [m, k] (lda); b: bf16 [n, k] (ldb); c_shard: symmetric bf16 [m / n_pes, n] (ldc). */
+tmashmem_status_t tmashmem_matmul_reduce_scatter_on_stream(const void* a, const void* b,
+                                                           void* c_shard, int64_t m, int64_t n,
+                                                           int64_t k, int64_t lda, int64_t ldb,
+                                                           int64_t ldc, void* workspace, int mode,
+                                                           tmashmem_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TMASHMEM_FUSED_H */

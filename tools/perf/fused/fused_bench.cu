@@ -1,0 +1,384 @@
+// tmashmem-fused-bench: the all-gather GEMM kernel (tmashmem/device/fused) beside the same
+// work without fusion, every PE running at once (PEs may share one GPU under MPS).
+//
+//   mpirun -np P tmashmem-fused-bench [reps] [shapes]      (shapes: how many of the list)
+//
+// Per shape (M = total rows, N = this PE's columns, K): one check (fused C and gathered A
+// equal the unfused ones bit for bit: same engine, same tile, same order of sums), then
+// `reps` interleaved rounds; each round, for each variant: host barrier, time one launch
+// with CUDA events. Printed: per variant the median over rounds of the slowest PE's time,
+// and TFLOP/s of the whole job (2 M N K per PE).
+//   fused, copy warps  the fused kernel, chunks copied by the GEMM CTAs' idle producer warps
+//   fused, X copy SMs  the fused kernel, chunks copied by X dedicated CTAs (bulk copies)
+//   gemm only       our GEMM on an already gathered A, every PE at once (no communication)
+//   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
+//   cublasLt only   cuBLASLt on the gathered A (every PE at once)
+//   nccl + cublas   ncclAllGather then cuBLASLt: only when the PEs are on distinct GPUs
+// The reduce-scatter section (C = sum_p A_p B_p^T, PE q keeping rows of block q): the fused
+// kernel in both modes; our GEMM of the local partial alone; unfused: our GEMM into a
+// symmetric partial, barrier, every PE sums its rows from every PE's partial (peer loads, PE
+// order), barrier; and, on distinct GPUs, cuBLASLt + ncclReduceScatter.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gemm_reference.cuh"
+#include "nccl_loader.h"
+#include "tmashmem/device/ctx.cuh"
+#include "tmashmem/device/fused/allgather_gemm_launch.cuh"
+#include "tmashmem/device/fused/gemm_reduce_scatter_launch.cuh"
+#include "tmashmem/device/gemm/launch.cuh"
+#include "tmashmem/tmashmem.h"
+
+namespace {
+
+using Bf16 = __nv_bfloat16;
+using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
+
+#define BENCH_CUDA(call)                                                                 \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      std::printf("[PE %d] %s:%d %s: %s\n", tmashmem_my_pe(), __FILE__, __LINE__, #call, \
+                  cudaGetErrorString(e_));                                               \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
+  } while (0)
+#define BENCH_TM(call)                                                                        \
+  do {                                                                                        \
+    if ((call) != TMASHMEM_SUCCESS) {                                                         \
+      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                           \
+    }                                                                                         \
+  } while (0)
+
+struct Shape {
+  int m, n, k;  // m: rows of the gathered A (all PEs)
+};
+
+struct Variant {
+  std::string name;
+  std::function<void()> run;
+  std::vector<float> ms;
+};
+
+__global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsigned long long* d) {
+  unsigned long long mine = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    mine += a[i] != b[i];
+  if (mine) atomicAdd(d, mine);
+}
+
+unsigned long long differences(const void* a, const void* b, size_t elems) {
+  unsigned long long* d;
+  BENCH_CUDA(cudaMalloc(&d, 8));
+  BENCH_CUDA(cudaMemset(d, 0, 8));
+  count_diff<<<1024, 256>>>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), elems,
+                            d);
+  unsigned long long h = 0;
+  BENCH_CUDA(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  return h;
+}
+
+void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool distinct_gpus,
+                 const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
+  const int me = ctx.my_pe, n_pes = ctx.n_pes;
+  const int ms = s.m / n_pes;
+  const int64_t m = int64_t(ms) * n_pes;
+  Bf16* a_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.k * 2));
+  uint64_t* ws = static_cast<uint64_t*>(
+      tmashmem_calloc(tmashmem::fused::allgather_gemm_workspace_bytes(ms, n_pes), 1));
+  Bf16 *b, *g_fused, *g_ref, *c_fused, *c_ref;
+  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&g_fused, size_t(m) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&g_ref, size_t(m) * s.k * 2));
+  BENCH_CUDA(cudaMalloc(&c_fused, size_t(m) * s.n * 2));
+  BENCH_CUDA(cudaMalloc(&c_ref, size_t(m) * s.n * 2));
+  BENCH_CUDA(gemm_ref::fill_uniform(a_shard, ms, s.k, s.k, 0x1234 + me));
+  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, s.k, s.k, 0x5678 + me));
+  BENCH_CUDA(cudaDeviceSynchronize());
+  BENCH_TM(tmashmem_barrier_all());
+  tmashmem_ctx_t c = ctx;
+  BENCH_TM(tmashmem_device_ctx(&c));  // after the allocations
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  std::vector<Variant> variants;
+  std::vector<int> comm_counts = {0, 2, 4, 8, 16};
+  std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
+  for (size_t i = 0; i < comm_counts.size(); ++i) {
+    tmashmem::fused::AllgatherGemmProblem fp{};
+    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
+    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
+    fp.comm_ctas = comm_counts[i];
+    if (const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &plans[i])) {
+      if (me == 0) std::printf("  fused c=%d: %s\n", comm_counts[i], why);
+      continue;
+    }
+    const std::string name = comm_counts[i] == 0
+                                 ? std::string("fused, copy warps")
+                                 : "fused, " + std::to_string(comm_counts[i]) + " copy SMs";
+    auto* plan = &plans[i];
+    variants.push_back(
+        {name, [=, &c] { BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream)); }, {}});
+  }
+  tmashmem::gemm::GemmProblem gp{int(m), s.n, s.k, g_ref, s.k, b, s.k, c_ref, s.n};
+  static tmashmem::gemm::GemmPlan<Cfg> gemm;
+  if (const char* why = tmashmem::gemm::gemm_plan(gp, &gemm)) {
+    std::printf("[PE %d] %s\n", me, why);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  auto run_gemm = [=] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); };
+  auto gather_copies = [=] {
+    for (int i = 0; i < n_pes; ++i) {
+      const int p = (me + i) % n_pes;
+      BENCH_TM(tmashmem_getmem_on_stream(g_ref + size_t(p) * ms * s.k, a_shard,
+                                         size_t(ms) * s.k * 2, p, stream));
+    }
+    BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+  };
+  gemm_ref::LtGemm lt;
+  const bool have_lt = lt.plan(int(m), s.n, s.k, s.k, s.k, s.n, false);
+  variants.push_back({"gemm only", run_gemm, {}});
+  variants.push_back({"unfused",
+                      [=] {
+                        gather_copies();
+                        run_gemm();
+                      },
+                      {}});
+  if (have_lt)
+    variants.push_back({"cublasLt only", [&, stream] { lt.run(g_ref, b, c_ref, stream); }, {}});
+  if (distinct_gpus && nccl.ok && comm != nullptr && have_lt)
+    variants.push_back({"nccl + cublasLt",
+                        [&, stream] {
+                          nccl.all_gather(a_shard, g_ref, size_t(ms) * s.k, nccl_dyn::kBfloat16,
+                                          comm, stream);
+                          lt.run(g_ref, b, c_ref, stream);
+                        },
+                        {}});
+
+  // Check once: fused (the first plan) against unfused.
+  variants.front().run();
+  gather_copies();
+  run_gemm();
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  const unsigned long long dc = differences(c_fused, c_ref, size_t(m) * s.n);
+  const unsigned long long dg = differences(g_fused, g_ref, size_t(m) * s.k);
+  int good = dc == 0 && dg == 0, all = 0;
+  MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  for (int r = 0; r < reps + 2; ++r)
+    for (Variant& v : variants) {
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+      BENCH_TM(tmashmem_barrier_all());
+      BENCH_CUDA(cudaEventRecord(e0, stream));
+      v.run();
+      BENCH_CUDA(cudaEventRecord(e1, stream));
+      BENCH_CUDA(cudaEventSynchronize(e1));
+      float t = 0, worst = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (r >= 2) v.ms.push_back(worst);
+    }
+  const double flop = 2.0 * double(m) * s.n * s.k * n_pes;
+  if (me == 0) {
+    std::printf(
+        "\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
+        "%llu, gathered diff %llu on PE 0)\n",
+        (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
+    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
+    double gemm_med = 0;
+    for (Variant& v : variants) {
+      std::sort(v.ms.begin(), v.ms.end());
+      if (v.name == "gemm only") gemm_med = v.ms[v.ms.size() / 2];
+    }
+    for (Variant& v : variants) {
+      const double med = v.ms[v.ms.size() / 2];
+      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", v.name.c_str(), med, v.ms.front(),
+                  flop / med / 1e9, gemm_med / med);
+    }
+  }
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  BENCH_TM(tmashmem_barrier_all());
+  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+  cudaFree(b), cudaFree(g_fused), cudaFree(g_ref), cudaFree(c_fused), cudaFree(c_ref);
+  tmashmem_free(ws);
+  tmashmem_free(a_shard);
+}
+
+// c_shard[r][c] = sum over p of partial_p[q * ms + r][c] (peer loads, PE order).
+__global__ void sum_rows(const __grid_constant__ tmashmem_ctx_t ctx, const Bf16* partial,
+                         Bf16* c_shard, int ms, int n) {
+  const size_t total = size_t(ms) * n;
+  const Bf16* mine = partial + size_t(ctx.my_pe) * ms * n;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    float sum = 0;
+    for (int p = 0; p < ctx.n_pes; ++p) sum += __bfloat162float(tmashmem::ptr(ctx, mine, p)[i]);
+    c_shard[i] = __float2bfloat16(sum);
+  }
+}
+
+double median_of(std::vector<float>& v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool distinct,
+                          const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
+  using namespace tmashmem::fused;
+  const int me = ctx.my_pe, n_pes = ctx.n_pes;
+  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k / n_pes;  // k: this PE's slice
+  Bf16 *a, *b;
+  BENCH_CUDA(cudaMalloc(&a, size_t(m) * k * 2));
+  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
+  Bf16* c_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.n * 2));
+  Bf16* partial = static_cast<Bf16*>(tmashmem_malloc(size_t(m) * s.n * 2));
+  uint64_t* ws_fast = static_cast<uint64_t*>(
+      tmashmem_calloc(reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::fast), 1));
+  uint64_t* ws_det = static_cast<uint64_t*>(tmashmem_calloc(
+      reduce_scatter_workspace_bytes(ms, s.n, n_pes, ReduceScatterMode::deterministic), 1));
+  if (!c_shard || !partial || !ws_fast || !ws_det) {
+    std::printf("[PE %d] reduce-scatter bench: allocation failed: %s\n", me, tmashmem_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  BENCH_CUDA(gemm_ref::fill_uniform(a, m, k, k, 0x4321 + me));
+  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, k, k, 0x8765 + me));
+  BENCH_CUDA(cudaDeviceSynchronize());
+  tmashmem_ctx_t c;
+  BENCH_TM(tmashmem_device_ctx(&c));
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ReduceScatterProblem p{m, s.n, k, a, k, b, k, c_shard, s.n, ws_fast};
+  static ReduceScatterPlan<ReduceScatterFastCfg, ReduceScatterMode::fast> fast;
+  static ReduceScatterPlan<ReduceScatterDeterministicCfg, ReduceScatterMode::deterministic> det;
+  const char* why = reduce_scatter_plan(c, p, &fast);
+  p.workspace = ws_det;
+  p.mode = ReduceScatterMode::deterministic;
+  if (!why) why = reduce_scatter_plan(c, p, &det);
+  if (why) {
+    if (me == 0) std::printf("  reduce-scatter: %s\n", why);
+    return;
+  }
+  tmashmem::gemm::GemmProblem gp{m, s.n, k, a, k, b, k, partial, s.n};
+  static tmashmem::gemm::GemmPlan<Cfg> gemm;
+  if (const char* w = tmashmem::gemm::gemm_plan(gp, &gemm)) {
+    std::printf("[PE %d] %s\n", me, w);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  gemm_ref::LtGemm lt;
+  const bool have_lt = lt.plan(m, s.n, k, k, k, s.n, false);
+  std::vector<Variant> v;
+  v.push_back({"fused fast", [&] { BENCH_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
+  v.push_back({"fused deterministic", [&] { BENCH_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
+  v.push_back({"gemm only", [&] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
+  v.push_back({"unfused",
+               [&] {
+                 BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream));
+                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+                 sum_rows<<<264, 512, 0, stream>>>(c, partial, c_shard, ms, s.n);
+                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+               },
+               {}});
+  if (distinct && nccl.ok && comm != nullptr && have_lt)
+    v.push_back({"cublasLt + nccl",
+                 [&] {
+                   lt.run(a, b, partial, stream);
+                   nccl.reduce_scatter(partial, c_shard, size_t(ms) * s.n, nccl_dyn::kBfloat16,
+                                       nccl_dyn::kSum, comm, stream);
+                 },
+                 {}});
+  // (Correctness of both modes is the business of tests/gpu/fused/test_reduce_scatter.cu.)
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  for (int r = 0; r < reps + 2; ++r)
+    for (Variant& x : v) {
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+      BENCH_TM(tmashmem_barrier_all());
+      BENCH_CUDA(cudaEventRecord(e0, stream));
+      x.run();
+      BENCH_CUDA(cudaEventRecord(e1, stream));
+      BENCH_CUDA(cudaEventSynchronize(e1));
+      float t = 0, worst = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (r >= 2) x.ms.push_back(worst);
+    }
+  const double flop = 2.0 * double(m) * s.n * k * n_pes;
+  if (me == 0) {
+    std::printf(
+        "\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n", m,
+        s.n, k * n_pes, k, n_pes, ms);
+    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
+    double gemm_med = 0;
+    for (Variant& x : v)
+      if (x.name == "gemm only") gemm_med = median_of(x.ms);
+    for (Variant& x : v) {
+      const double med = median_of(x.ms);
+      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", x.name.c_str(), med, x.ms.front(),
+                  flop / med / 1e9, gemm_med / med);
+    }
+  }
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  BENCH_TM(tmashmem_barrier_all());
+  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+  cudaFree(a), cudaFree(b);
+  tmashmem_free(ws_det), tmashmem_free(ws_fast), tmashmem_free(partial), tmashmem_free(c_shard);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  const int n_shapes = argc > 2 ? std::atoi(argv[2]) : 4;
+  BENCH_TM(tmashmem_init());
+  BENCH_CUDA(cudaSetDevice(tmashmem_device()));
+  tmashmem_ctx_t ctx;
+  BENCH_TM(tmashmem_device_ctx(&ctx));
+  const bool distinct = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0 && ctx.n_pes > 1;
+  nccl_dyn::Api nccl;
+  nccl_dyn::Comm comm = nullptr;
+  if (distinct) {
+    nccl = nccl_dyn::load();
+    if (nccl.ok) {
+      nccl_dyn::UniqueId id{};
+      if (ctx.my_pe == 0) nccl.get_unique_id(&id);
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+      if (nccl.comm_init_rank(&comm, ctx.n_pes, id, ctx.my_pe) != 0) comm = nullptr;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
+  if (ctx.my_pe == 0)
+    std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds; NCCL baseline: %s\n",
+                ctx.n_pes, distinct ? "distinct GPUs" : "one GPU", prop.name,
+                prop.multiProcessorCount, reps,
+                !distinct ? "not run (PEs share a GPU; NCCL refuses that)"
+                          : (comm ? "yes" : "not run (libnccl not found or init failed)"));
+  const std::vector<Shape> shapes = {
+      {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
+  for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
+    bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
+  const std::vector<Shape> rs_shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}};
+  for (int i = 0; i < n_shapes && i < int(rs_shapes.size()); ++i)
+    bench_reduce_scatter(rs_shapes[i], reps, ctx, distinct, nccl, comm);
+  if (comm) nccl.comm_destroy(comm);
+  BENCH_TM(tmashmem_finalize());
+  MPI_Finalize();
+  return 0;
+}
