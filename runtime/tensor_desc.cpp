@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <string>
 
+#include "runtime/enum_name.h"
 #include "runtime/error.h"
 
 namespace tmashmem {
@@ -52,29 +53,14 @@ tmashmem_status_t fail(const char* call, const char* format, ...) {
 }
 
 const char* interleave_name(uint32_t v) {
-  switch (v) {
-    case TMASHMEM_INTERLEAVE_NONE:
-      return "none";
-    case TMASHMEM_INTERLEAVE_16B:
-      return "16B";
-    case TMASHMEM_INTERLEAVE_32B:
-      return "32B";
-  }
-  return "?";
+  static const char* const kNames[] = {"none", "16B", "32B"};  // in tmashmem_interleave_t's order
+  return enum_name(kNames, long(v), "?");
 }
 
 const char* swizzle_name(uint32_t v) {
-  switch (v) {
-    case TMASHMEM_SWIZZLE_NONE:
-      return "none";
-    case TMASHMEM_SWIZZLE_32B:
-      return "32B";
-    case TMASHMEM_SWIZZLE_64B:
-      return "64B";
-    case TMASHMEM_SWIZZLE_128B:
-      return "128B";
-  }
-  return "?";
+  static const char* const kNames[] = {"none", "32B", "64B",
+                                       "128B"};  // in tmashmem_swizzle_t's order
+  return enum_name(kNames, long(v), "?");
 }
 
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
@@ -126,15 +112,8 @@ bool dtype_is_float(uint32_t dtype) {
 }
 
 uint32_t swizzle_span(uint32_t swizzle) {
-  switch (swizzle) {
-    case TMASHMEM_SWIZZLE_32B:
-      return 32;
-    case TMASHMEM_SWIZZLE_64B:
-      return 64;
-    case TMASHMEM_SWIZZLE_128B:
-      return 128;
-  }
-  return 0;
+  static const uint32_t kSpans[] = {0, 32, 64, 128};  // in tmashmem_swizzle_t's order
+  return swizzle < sizeof kSpans / sizeof kSpans[0] ? kSpans[swizzle] : 0;
 }
 
 tmashmem_status_t validate_tensor_desc(const char* call, const tmashmem_tensor_desc_t* desc,
