@@ -3,6 +3,7 @@
 
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
+#include "runtime/enum_name.h"
 #include "runtime/error.h"
 #include "runtime/reachable.h"
 #include "runtime/runtime.h"
@@ -103,37 +104,21 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx) {
 }
 
 const char* tmashmem_error_string(tmashmem_status_t status) {
-  switch (status) {
-    case TMASHMEM_SUCCESS:
-      return "success";
-    case TMASHMEM_ERROR_INVALID_VALUE:
-      return "invalid value";
-    case TMASHMEM_ERROR_NOT_INITIALIZED:
-      return "not initialized";
-    case TMASHMEM_ERROR_ALREADY_INITIALIZED:
-      return "already initialized";
-    case TMASHMEM_ERROR_NO_DRIVER:
-      return "no CUDA driver";
-    case TMASHMEM_ERROR_NO_DEVICE:
-      return "no CUDA device";
-    case TMASHMEM_ERROR_CUDA:
-      return "CUDA driver error";
-    case TMASHMEM_ERROR_OUT_OF_MEMORY:
-      return "out of memory";
-    case TMASHMEM_ERROR_SYMMETRY:
-      return "collective arguments differ between PEs";
-    case TMASHMEM_ERROR_BOOTSTRAP:
-      return "bootstrap error";
-    case TMASHMEM_ERROR_TIMEOUT:
-      return "timeout";
-    case TMASHMEM_ERROR_NOT_SUPPORTED:
-      return "not supported";
-    case TMASHMEM_ERROR_SYSTEM:
-      return "operating-system error";
-    case TMASHMEM_ERROR_INTERNAL:
-      return "internal error";
-  }
-  return "unknown tmashmem status";
+  static const char* const kNames[] = {"success",  // in tmashmem_status_t's order
+                                       "invalid value",
+                                       "not initialized",
+                                       "already initialized",
+                                       "no CUDA driver",
+                                       "no CUDA device",
+                                       "CUDA driver error",
+                                       "out of memory",
+                                       "collective arguments differ between PEs",
+                                       "bootstrap error",
+                                       "timeout",
+                                       "not supported",
+                                       "operating-system error",
+                                       "internal error"};
+  return tmashmem::enum_name(kNames, status, "unknown tmashmem status");
 }
 
 const char* tmashmem_last_error(void) { return last_error().c_str(); }

@@ -157,12 +157,12 @@ tmashmem_status_t SymmetricHeap::create_own(Chunk* chunk) {
   CUmemGenericAllocationHandle handle = 0;
   CUresult r = driver().cuMemCreate(&handle, chunk->bytes, &prop, 0);
   if (r != CUDA_SUCCESS) {
-    cuda_error(r, "cuMemCreate", __FILE__, __LINE__);
-    return set_error(
-        r == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA,
-        "could not create %zu bytes of device memory on CUDA device %d for the "
-        "symmetric heap (%s); free device memory or lower the allocation",
-        chunk->bytes, setup_.device_ordinal, last_error().c_str());
+    // cuda_error's status: OUT_OF_MEMORY for an out-of-memory result, else CUDA.
+    const tmashmem_status_t st = cuda_error(r, "cuMemCreate", __FILE__, __LINE__);
+    return set_error(st,
+                     "could not create %zu bytes of device memory on CUDA device %d for the "
+                     "symmetric heap (%s); free device memory or lower the allocation",
+                     chunk->bytes, setup_.device_ordinal, last_error().c_str());
   }
   return map_slot(chunk, setup_.my_slot, handle);
 }

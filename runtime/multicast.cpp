@@ -276,12 +276,12 @@ tmashmem_status_t HeapMulticast::bind(CUmemGenericAllocationHandle memory, size_
                      offset, bytes, size_, granularity_);
   CUresult r = driver().cuMulticastBindMem(handle_, offset, memory, 0, bytes, 0);
   if (r != CUDA_SUCCESS) {
-    cuda_error(r, "cuMulticastBindMem", __FILE__, __LINE__);
-    return set_error(
-        r == CUDA_ERROR_OUT_OF_MEMORY ? TMASHMEM_ERROR_OUT_OF_MEMORY : TMASHMEM_ERROR_CUDA,
-        "could not bind %zu bytes of new heap memory at offset %zu to the multicast "
-        "object (%s); set TMASHMEM_MULTICAST=off to use unicast only",
-        bytes, offset, last_error().c_str());
+    // cuda_error's status: OUT_OF_MEMORY for an out-of-memory result, else CUDA.
+    const tmashmem_status_t st = cuda_error(r, "cuMulticastBindMem", __FILE__, __LINE__);
+    return set_error(st,
+                     "could not bind %zu bytes of new heap memory at offset %zu to the multicast "
+                     "object (%s); set TMASHMEM_MULTICAST=off to use unicast only",
+                     bytes, offset, last_error().c_str());
   }
   binds_.emplace_back(offset, bytes);
   return TMASHMEM_SUCCESS;

@@ -4,7 +4,7 @@
 //                                                      and tmashmem_init_attr_t
 //   static bool parse(const char* text, type* out);    text to a valid value, else false
 //   static std::string expected();                     "<text> is not " + expected()
-// A new choice is a struct with a `choices` table and the three one-line functions below.
+// A new choice is a struct deriving from ChoiceOf<itself, type> with a `choices` table.
 #pragma once
 
 #include <cstddef>
@@ -62,65 +62,53 @@ bool is_choice(const Choice<Value> (&choices)[N], const Stored& value);
 template <typename Value, size_t N>
 std::string one_of(const Choice<Value> (&choices)[N]);
 
-// on/off, 1/0.
-struct Switch {
-  using type = bool;
-  static constexpr Choice<bool> choices[] = {
-      {"on", true}, {"off", false}, {"1", true}, {"0", false}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
+// The three functions of a setting chosen from the table Derived::choices (words to values
+// of T).
+template <typename Derived, typename T>
+struct ChoiceOf {
+  using type = T;
+  static bool valid(const type& value) { return is_choice(Derived::choices, value); }
+  static bool parse(const char* text, type* out) {
+    return parse_choice(Derived::choices, text, out);
+  }
+  static std::string expected() { return one_of(Derived::choices); }
 };
 
-struct HandleTypeChoice {
-  using type = tmashmem_handle_type_t;
+// on/off, 1/0.
+struct Switch : ChoiceOf<Switch, bool> {
+  static constexpr Choice<bool> choices[] = {
+      {"on", true}, {"off", false}, {"1", true}, {"0", false}};
+};
+
+struct HandleTypeChoice : ChoiceOf<HandleTypeChoice, tmashmem_handle_type_t> {
   static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_HANDLE_AUTO},
                                              {"posix_fd", TMASHMEM_HANDLE_POSIX_FD},
                                              {"fabric", TMASHMEM_HANDLE_FABRIC}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
 };
 
-struct BootstrapChoice {
-  using type = tmashmem_bootstrap_kind_t;
+struct BootstrapChoice : ChoiceOf<BootstrapChoice, tmashmem_bootstrap_kind_t> {
   static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_BOOTSTRAP_AUTO},
                                              {"mpi", TMASHMEM_BOOTSTRAP_MPI},
                                              {"single", TMASHMEM_BOOTSTRAP_SINGLE},
                                              {"uid", TMASHMEM_BOOTSTRAP_UID},
                                              {"nccl", TMASHMEM_BOOTSTRAP_NCCL}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
 };
 
 // bootstrap/uid_address.cpp reads the word.
-struct UidFamilyChoice {
-  using type = std::string;
+struct UidFamilyChoice : ChoiceOf<UidFamilyChoice, std::string> {
   static constexpr Choice<const char*> choices[] = {
       {"auto", "auto"}, {"AF_INET", "AF_INET"}, {"AF_INET6", "AF_INET6"}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
 };
 
 // runtime/fd_channel.h reads the word.
-struct FdSocketChoice {
-  using type = std::string;
+struct FdSocketChoice : ChoiceOf<FdSocketChoice, std::string> {
   static constexpr Choice<const char*> choices[] = {
       {"auto", "auto"}, {"abstract", "abstract"}, {"filesystem", "filesystem"}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
 };
 
 // The gate of runtime/multicast_gate.h reads the word ("auto", "on", "off").
-struct MulticastChoice {
-  using type = std::string;
+struct MulticastChoice : ChoiceOf<MulticastChoice, std::string> {
   static constexpr Choice<const char*> choices[] = {{"auto", "auto"}, {"on", "on"}, {"off", "off"}};
-  static bool valid(const type& value) { return is_choice(choices, value); }
-  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
-  static std::string expected() { return one_of(choices); }
 };
 
 // ---- implementation of the templates above --------------------------------------------

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <string>
 
+#include "runtime/enum_name.h"
 #include "runtime/error.h"
 
 namespace tmashmem {
@@ -52,29 +53,14 @@ tmashmem_status_t fail(const char* call, const char* format, ...) {
 }
 
 const char* interleave_name(uint32_t v) {
-  switch (v) {
-    case TMASHMEM_INTERLEAVE_NONE:
-      return "none";
-    case TMASHMEM_INTERLEAVE_16B:
-      return "16B";
-    case TMASHMEM_INTERLEAVE_32B:
-      return "32B";
-  }
-  return "?";
+  static const char* const kNames[] = {"none", "16B", "32B"};  // in tmashmem_interleave_t's order
+  return enum_name(kNames, long(v), "?");
 }
 
 const char* swizzle_name(uint32_t v) {
-  switch (v) {
-    case TMASHMEM_SWIZZLE_NONE:
-      return "none";
-    case TMASHMEM_SWIZZLE_32B:
-      return "32B";
-    case TMASHMEM_SWIZZLE_64B:
-      return "64B";
-    case TMASHMEM_SWIZZLE_128B:
-      return "128B";
-  }
-  return "?";
+  static const char* const kNames[] = {"none", "32B", "64B",
+                                       "128B"};  // in tmashmem_swizzle_t's order
+  return enum_name(kNames, long(v), "?");
 }
 
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
@@ -125,16 +111,18 @@ bool dtype_is_float(uint32_t dtype) {
   return false;
 }
 
+// Every desc.<field>[i] for i < rank in 1..max, else the error naming i, the value and `why`.
+tmashmem_status_t check_per_dimension(const char* call, const char* field, const uint32_t* values,
+                                      uint32_t rank, uint32_t max, const char* why) {
+  for (uint32_t i = 0; i < rank; ++i)
+    if (values[i] < 1 || values[i] > max)
+      return fail(call, "desc.%s[%u] = %u is outside 1..%u: %s", field, i, values[i], max, why);
+  return TMASHMEM_SUCCESS;
+}
+
 uint32_t swizzle_span(uint32_t swizzle) {
-  switch (swizzle) {
-    case TMASHMEM_SWIZZLE_32B:
-      return 32;
-    case TMASHMEM_SWIZZLE_64B:
-      return 64;
-    case TMASHMEM_SWIZZLE_128B:
-      return 128;
-  }
-  return 0;
+  static const uint32_t kSpans[] = {0, 32, 64, 128};  // in tmashmem_swizzle_t's order
+  return swizzle < sizeof kSpans / sizeof kSpans[0] ? kSpans[swizzle] : 0;
 }
 
 tmashmem_status_t validate_tensor_desc(const char* call, const tmashmem_tensor_desc_t* desc,
@@ -249,19 +237,13 @@ tmashmem_status_t validate_tensor_desc(const char* call, const tmashmem_tensor_d
                   i, i + 1, ull(s), ull(kStrideLimit));
   }
 
-  for (uint32_t i = 0; i < rank; ++i)
-    if (d.box[i] < 1 || d.box[i] > kMaxBox)
-      return fail(call,
-                  "desc.box[%u] = %u is outside 1..256: a TMA box spans 1 to 256 elements per "
-                  "dimension; move larger tiles as several boxes",
-                  i, d.box[i]);
-
-  for (uint32_t i = 0; i < rank; ++i)
-    if (d.element_strides[i] < 1 || d.element_strides[i] > kMaxElementStride)
-      return fail(call,
-                  "desc.element_strides[%u] = %u is outside 1..8: TMA traverses a box with a step "
-                  "of 1 to 8 elements (1 = every element; tmashmem_tensor_desc_init sets 1)",
-                  i, d.element_strides[i]);
+  TMASHMEM_TRY(check_per_dimension(call, "box", d.box, rank, kMaxBox,
+                                   "a TMA box spans 1 to 256 elements per dimension; move larger "
+                                   "tiles as several boxes"));
+  TMASHMEM_TRY(check_per_dimension(call, "element_strides", d.element_strides, rank,
+                                   kMaxElementStride,
+                                   "TMA traverses a box with a step of 1 to 8 elements (1 = every "
+                                   "element; tmashmem_tensor_desc_init sets 1)"));
   if (d.element_strides[0] != 1)
     return fail(call,
                 "desc.element_strides[0] = %u: TMA has no element stride along dimension 0 (the "

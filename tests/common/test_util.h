@@ -26,6 +26,14 @@ inline int mpi_size() {
 void mark_skipped(const std::string& reason);
 bool consume_skip();
 
+// True when at least `pes` PEs run; otherwise marks the test case skipped with
+// `reason` and returns false: `if (!have_pes(2, "why")) return;`.
+inline bool have_pes(int pes, const std::string& reason) {
+  if (mpi_size() >= pes) return true;
+  mark_skipped(reason);
+  return false;
+}
+
 // A generator seeded freshly every run (printed, so a failure can be replayed with
 // TMASHMEM_TEST_SEED), different on every PE.
 uint64_t run_seed();

@@ -12,6 +12,7 @@
 // A data race (signal visible before the data) shows up as a wrong byte.
 #include <vector>
 
+#include "common/constant_dispatch.h"
 #include "gpu_test_util.cuh"
 
 using namespace gpu_test;
@@ -34,21 +35,13 @@ enum class Variant {
   PutNbiQuietSignal,
   PutSignalNbi
 };
+constexpr int kVariants = 5;
 
 const char* name(Variant v) {
-  switch (v) {
-    case Variant::PutSignalBlock:
-      return "put_signal_block";
-    case Variant::PutWarpFenceSignal:
-      return "put_warp + fence + signal_op";
-    case Variant::PutWarpFenceRelaxedSignal:
-      return "put_warp + fence + signal_op_relaxed";
-    case Variant::PutNbiQuietSignal:
-      return "put_nbi + quiet + signal_op";
-    case Variant::PutSignalNbi:
-      return "put_signal_nbi";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"put_signal_block", "put_warp + fence + signal_op",
+                                    "put_warp + fence + signal_op_relaxed",
+                                    "put_nbi + quiet + signal_op", "put_signal_nbi"};
+  return kNames[static_cast<int>(v)];  // in Variant's order
 }
 
 struct StressResult {
@@ -199,28 +192,11 @@ void run_stress(Variant variant) {
   const uint64_t seed = seed_for(30, 0, static_cast<uint64_t>(variant));
   ok &= sync_and_barrier();
   const double t0 = MPI_Wtime();
-  switch (variant) {
-    case Variant::PutSignalBlock:
-      ok &= GPU_TEST_CUDA(
-          launch<Variant::PutSignalBlock>(ctx, inbox, outbox, sigs, rounds, seed, result));
-      break;
-    case Variant::PutWarpFenceSignal:
-      ok &= GPU_TEST_CUDA(
-          launch<Variant::PutWarpFenceSignal>(ctx, inbox, outbox, sigs, rounds, seed, result));
-      break;
-    case Variant::PutWarpFenceRelaxedSignal:
-      ok &= GPU_TEST_CUDA(launch<Variant::PutWarpFenceRelaxedSignal>(ctx, inbox, outbox, sigs,
-                                                                     rounds, seed, result));
-      break;
-    case Variant::PutNbiQuietSignal:
-      ok &= GPU_TEST_CUDA(
-          launch<Variant::PutNbiQuietSignal>(ctx, inbox, outbox, sigs, rounds, seed, result));
-      break;
-    case Variant::PutSignalNbi:
-      ok &= GPU_TEST_CUDA(
-          launch<Variant::PutSignalNbi>(ctx, inbox, outbox, sigs, rounds, seed, result));
-      break;
-  }
+  ok &= GPU_TEST_CUDA(tmashmem_test::dispatch_constant<kVariants>(
+      static_cast<int>(variant), cudaErrorInvalidValue, [&](auto v) {
+        return launch<static_cast<Variant>(decltype(v)::value)>(ctx, inbox, outbox, sigs, rounds,
+                                                                seed, result);
+      }));
   ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
   const double seconds = MPI_Wtime() - t0;
   StressResult res{};

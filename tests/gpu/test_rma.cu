@@ -25,17 +25,8 @@ enum class Scope { Thread, Warp, Block, Nbi };
 
 const char* name(Op op) { return op == Op::Put ? "put" : "get"; }
 const char* name(Scope s) {
-  switch (s) {
-    case Scope::Thread:
-      return "thread";
-    case Scope::Warp:
-      return "warp";
-    case Scope::Block:
-      return "block";
-    case Scope::Nbi:
-      return "nbi";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"thread", "warp", "block", "nbi"};  // in Scope's order
+  return kNames[static_cast<int>(s)];
 }
 
 // One transfer: `bytes` from source-buffer offset `src` to destination-buffer

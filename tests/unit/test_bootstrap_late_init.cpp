@@ -12,10 +12,7 @@
 using namespace tmashmem_test;
 
 TEST_CASE("bootstrap: a PE late to tmashmem_init is named exactly") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs: one comes late");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs: one comes late")) return;
   tmashmem_init_attr_t attr = small_heap_attr();
   attr.bootstrap_timeout_ms = 1000;
   tmashmem::emu::install();

@@ -12,10 +12,7 @@
 using namespace tmashmem_test;
 
 TEST_CASE("bootstrap: a missing PE is named in a timeout error") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs: one stays away");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs: one stays away")) return;
   tmashmem_init_attr_t attr = small_heap_attr();
   attr.bootstrap_timeout_ms = 1500;
   tmashmem::emu::install();

@@ -27,6 +27,7 @@
 #include "bootstrap/uid_id.h"
 #include "bootstrap/uid_protocol.h"
 #include "emu/emulated_driver.h"
+#include "heap_exchange.h"
 #include "tmashmem/tmashmem.h"
 #include "uid_launch.h"
 
@@ -65,32 +66,8 @@ tmashmem_init_attr_t small_attr(size_t heap = size_t(64) << 20) {
 
 // ---- what each rank runs -----------------------------------------------------------
 
-uint8_t pattern(uint64_t seed, int writer, int reader, size_t i, uint64_t salt) {
-  uint64_t x = seed ^ (uint64_t(writer) << 48) ^ (uint64_t(reader) << 40) ^
-               (i * 0x9E3779B97F4A7C15ull) ^ salt;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<uint8_t>(x);
-}
-
-// Every PE writes segment [me] into every peer's copy; every PE checks all of its own.
 bool exchange_and_check(uint8_t* x, size_t bytes, uint64_t salt) {
-  int me = tmashmem_my_pe(), n = tmashmem_n_pes();
-  uint64_t seed = env_u64("TMASHMEM_UID_TEST_SEED");
-  for (int peer = 0; peer < n; ++peer) {
-    auto* dst = static_cast<uint8_t*>(tmashmem_ptr(x + size_t(me) * bytes, peer));
-    if (!dst) return false;
-    for (size_t i = 0; i < bytes; ++i) dst[i] = pattern(seed, me, peer, i, salt);
-  }
-  if (tmashmem_barrier_all() != TMASHMEM_SUCCESS) return false;
-  size_t bad = 0;
-  for (int writer = 0; writer < n; ++writer)
-    for (size_t i = 0; i < bytes; ++i)
-      if (x[size_t(writer) * bytes + i] != pattern(seed, writer, me, i, salt)) ++bad;
-  tmashmem_barrier_all();
-  if (bad) std::printf("[PE %d] %zu bad bytes (segment %zu)\n", me, bad, bytes);
-  return bad == 0;
+  return tmashmem_test::exchange_and_check(x, bytes, salt, env_u64("TMASHMEM_UID_TEST_SEED"));
 }
 
 // The heap tests of tests/unit/test_heap.cpp that need no MPI of their own.
@@ -124,11 +101,7 @@ int rank_heap() {
     more.push_back(p);
   }
   uint64_t seed = env_u64("TMASHMEM_UID_TEST_SEED");
-  size_t bad = 0;
-  for (int w = 0; w < n && first; ++w)
-    for (size_t i = 0; i < seg; ++i)
-      if (first[size_t(w) * seg + i] != pattern(seed, w, me, i, 1)) ++bad;
-  EXPECT(bad == 0);
+  EXPECT(!first || tmashmem_test::count_bad_segments(first, seg, n, me, seed, 1) == 0);
   EXPECT(exchange_and_check(static_cast<uint8_t*>(more.back()), (size_t(12) << 20) / size_t(n), 2));
   for (void* p : more) EXPECT(tmashmem_free(p) == TMASHMEM_SUCCESS);
   EXPECT(tmashmem_free(first) == TMASHMEM_SUCCESS);

@@ -7,30 +7,12 @@
 #include <vector>
 
 #include "common/catch.h"
+#include "common/env_guard.h"
 #include "runtime/config.h"
 #include "runtime/multicast_gate.h"
 
 using namespace tmashmem;
-
-namespace {
-struct EnvGuard {
-  explicit EnvGuard(const char* n, const char* v) : name(n) {
-    const char* old = std::getenv(n);
-    had = old != nullptr;
-    if (had) previous = old;
-    setenv(n, v, 1);
-  }
-  ~EnvGuard() {
-    if (had)
-      setenv(name, previous.c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  const char* name;
-  bool had = false;
-  std::string previous;
-};
-}  // namespace
+using tmashmem_test::EnvGuard;
 
 TEST_CASE("config: sizes parse with binary units") {
   size_t b = 0;

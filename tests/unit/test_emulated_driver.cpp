@@ -18,13 +18,15 @@
 #include "common/test_util.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "unit/emu/emu_fixture.h"
 #include "unit/emu/emulated_driver.h"
 
 namespace {
 
 namespace emu = tmashmem::emu;
 
-const tmashmem::DriverApi& cu() { return tmashmem::driver(); }
+using tmashmem_test::cu;
+using tmashmem_test::install_exact;
 
 constexpr size_t kGran = size_t(64) << 10;  // small granularity keeps the tests light
 
@@ -35,25 +37,9 @@ emu::Options small_options() {
   return o;
 }
 
-// install() without the TMASHMEM_EMU_DEVICES override, which the environment running the
-// tests may set: these tests choose their device counts themselves.
-void install_exact(const emu::Options& o) {
-  const char* env = std::getenv(emu::kEnvDevices);
-  std::string saved = env ? env : "";
-  ::unsetenv(emu::kEnvDevices);
-  emu::install(o);
-  if (env) ::setenv(emu::kEnvDevices, saved.c_str(), 1);
-}
-
-// Installs an emulator, initializes it, and takes it away again at scope exit.
-struct Emulator {
-  explicit Emulator(const emu::Options& o = small_options()) {
-    install_exact(o);
-    REQUIRE(cu().cuInit(0) == CUDA_SUCCESS);
-  }
-  ~Emulator() { emu::uninstall(); }
-  Emulator(const Emulator&) = delete;
-  Emulator& operator=(const Emulator&) = delete;
+// An emulator over small_options() unless the test names its own.
+struct Emulator : tmashmem_test::Emulator {
+  explicit Emulator(const emu::Options& o = small_options()) : tmashmem_test::Emulator(o) {}
 };
 
 CUmemAllocationProp prop_for(int device, unsigned handle_types) {

@@ -148,10 +148,7 @@ TEST_CASE("fd channel: filesystem sockets live in a private directory removed at
 }
 
 TEST_CASE("fd channel: a process of the same user that is not a PE is refused and logged") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs: the stranger impersonates PE 0 towards PE 1");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs: the stranger impersonates PE 0 towards PE 1")) return;
   auto bs = mpi_bootstrap();
   for (const char* mode : {"abstract", "filesystem"}) {
     FdChannel channel;

@@ -8,6 +8,7 @@
 
 #include "common/catch.h"
 #include "common/test_util.h"
+#include "heap_exchange.h"
 #include "runtime/runtime.h"
 #include "runtime_fixture.h"
 
@@ -16,38 +17,12 @@ namespace emu = tmashmem::emu;
 
 namespace {
 
-// Byte `i` of what `writer` puts into `reader`'s copy in round `salt`.
-uint8_t pattern(uint64_t seed, int writer, int reader, size_t i, uint64_t salt) {
-  uint64_t x = seed ^ (uint64_t(writer) << 48) ^ (uint64_t(reader) << 40) ^
-               (i * 0x9E3779B97F4A7C15ull) ^ salt;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<uint8_t>(x);
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// Every PE writes segment [me] of `bytes` into every reachable peer's copy of `x`,
-// then every PE checks every segment of its own copy, byte by byte.
 bool exchange_and_check(uint8_t* x, size_t bytes, uint64_t salt) {
-  int me = tmashmem_my_pe(), n = tmashmem_n_pes();
-  uint64_t seed = run_seed();
-  for (int peer = 0; peer < n; ++peer) {
-    auto* dst = static_cast<uint8_t*>(tmashmem_ptr(x + size_t(me) * bytes, peer));
-    if (!dst) return false;
-    for (size_t i = 0; i < bytes; ++i) dst[i] = pattern(seed, me, peer, i, salt);
-  }
-  if (tmashmem_barrier_all() != TMASHMEM_SUCCESS) return false;
-  size_t bad = 0;
-  for (int writer = 0; writer < n; ++writer)
-    for (size_t i = 0; i < bytes; ++i)
-      if (x[size_t(writer) * bytes + i] != pattern(seed, writer, me, i, salt)) ++bad;
-  tmashmem_barrier_all();  // nobody frees or rewrites before everyone has checked
-  if (bad) std::printf("[PE %d] %zu bad bytes (segment size %zu)\n", me, bad, bytes);
-  return bad == 0;
+  return tmashmem_test::exchange_and_check(x, bytes, salt, run_seed());
 }
 
 }  // namespace
@@ -128,11 +103,7 @@ TEST_CASE("heap: growth across chunks keeps earlier data; every PE maps every ch
   // The first block, placed before any growth, still holds every PE's data.
   uint64_t seed = run_seed();
   int me = tmashmem_my_pe();
-  size_t bad = 0;
-  for (int w = 0; w < n; ++w)
-    for (size_t i = 0; i < seg; ++i)
-      if (first[size_t(w) * seg + i] != pattern(seed, w, me, i, 1)) ++bad;
-  CHECK(bad == 0);
+  CHECK(count_bad_segments(first, seg, n, me, seed, 1) == 0);
   // more.back() holds 18 MiB: one segment per PE.
   CHECK(all_ranks(exchange_and_check(more.back(), (size_t(18) << 20) / size_t(n), 2)));
   for (auto* p : more) CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
@@ -153,10 +124,8 @@ TEST_CASE("heap: exhaustion returns NULL naming TMASHMEM_HEAP_MAX, and the heap 
 }
 
 TEST_CASE("heap: device memory exhausted on one PE is an error on every PE, naming it") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs: one PE runs out of device memory, the others must report it");
+  if (!have_pes(2, "needs 2 PEs: one PE runs out of device memory, the others must report it"))
     return;
-  }
   emu::Options options;
   if (mpi_rank() == 1) options.device_memory_bytes = size_t(6) << 20;
   EmulatedRuntime rt(options);
@@ -230,10 +199,7 @@ TEST_CASE("heap: the signal pad cannot be freed, so no allocation is handed it")
 }
 
 TEST_CASE("heap: asymmetric arguments are an error on every PE, naming PEs and values") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs to disagree");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs to disagree")) return;
   EmulatedRuntime rt;
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   int me = tmashmem_my_pe();
@@ -263,10 +229,7 @@ TEST_CASE("heap: asymmetric arguments are an error on every PE, naming PEs and v
 }
 
 TEST_CASE("heap: the symmetry check compares every argument of a collective, however many") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs to disagree");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs to disagree")) return;
   EmulatedRuntime rt;
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   const int me = tmashmem_my_pe(), last = tmashmem_n_pes() - 1;
@@ -301,10 +264,7 @@ TEST_CASE("heap: the symmetry check compares every argument of a collective, how
 }
 
 TEST_CASE("heap: peers on devices without P2P are not mapped and tmashmem_ptr says NULL") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs on two emulated devices");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs on two emulated devices")) return;
   emu::Options options;
   options.device_count = 2;  // PE p uses device (local rank % 2)
   options.no_p2p = {{0, 1}};

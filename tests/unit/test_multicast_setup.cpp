@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/catch.h"
+#include "common/env_guard.h"
 #include "common/test_util.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
@@ -39,29 +40,6 @@ emu::Options multicast_options() {
   o.multicast_supported = true;
   return o;
 }
-
-// Sets an environment variable for one scope.
-struct EnvGuard {
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 // Index of the first log line starting with `prefix` at or after `from`; -1 if none.
 long find_line(const std::vector<std::string>& log, const std::string& prefix, size_t from = 0) {

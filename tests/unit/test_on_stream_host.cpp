@@ -243,10 +243,7 @@ TEST_CASE("on-stream host: SET is a stream write into the peer's copy; EQ/GE/GT 
 }
 
 TEST_CASE("on-stream host: a stream wait ends when the peer's stream write lands") {
-  if (mpi_size() < 2) {
-    mark_skipped("needs 2 PEs: one waits, the other signals");
-    return;
-  }
+  if (!have_pes(2, "needs 2 PEs: one waits, the other signals")) return;
   emu::Options o = quick_waits();
   o.stream_wait_timeout_ms = 20000;
   EmulatedRuntime rt(o);

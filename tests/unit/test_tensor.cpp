@@ -14,6 +14,7 @@
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/tensor_desc.h"
+#include "tensor_geometry_check.h"
 #include "tmashmem/tensor.h"
 #include "unit/emu/emulated_driver.h"
 
@@ -74,12 +75,7 @@ void check_map(const CUtensorMap& map, const tmashmem_tensor_desc_t& d, uint64_t
   CHECK(static_cast<uint32_t>(f.dtype) == d.dtype);
   CHECK(f.rank == d.rank);
   CHECK(f.address == address);
-  for (uint32_t i = 0; i < 5; ++i) {
-    CHECK(f.dims[i] == d.dims[i]);
-    CHECK(f.box[i] == d.box[i]);
-    CHECK(f.element_strides[i] == d.element_strides[i]);
-    if (i < 4) CHECK(f.strides[i] == d.byte_strides[i]);
-  }
+  tmashmem_test::check_geometry(f, d);
   CHECK(static_cast<uint32_t>(f.swizzle) == d.swizzle);
   CHECK(static_cast<uint32_t>(f.interleave) == d.interleave);
   CHECK(static_cast<uint32_t>(f.l2_promotion) == d.l2_promotion);

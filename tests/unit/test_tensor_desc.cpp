@@ -10,6 +10,7 @@
 #include "common/test_util.h"
 #include "runtime/error.h"
 #include "runtime/tensor_desc.h"
+#include "tensor_geometry_check.h"
 #include "tmashmem/tensor.h"
 
 using tmashmem::TensorLayout;
@@ -535,12 +536,7 @@ TEST_CASE("tensor desc: the encoding arguments mirror the descriptor") {
     tmashmem::TensorMapArgs a = tmashmem::tensor_map_args(d);
     CHECK(static_cast<int>(a.dtype) == static_cast<int>(d.dtype));
     CHECK(a.rank == rank);
-    for (uint32_t i = 0; i < 5; ++i) {
-      CHECK(a.dims[i] == d.dims[i]);
-      CHECK(a.box[i] == d.box[i]);
-      CHECK(a.element_strides[i] == d.element_strides[i]);
-      if (i < 4) CHECK(a.strides[i] == d.byte_strides[i]);
-    }
+    tmashmem_test::check_geometry(a, d);
     CHECK(static_cast<int>(a.swizzle) == static_cast<int>(d.swizzle));
     CHECK(static_cast<int>(a.interleave) == static_cast<int>(d.interleave));
     CHECK(static_cast<int>(a.l2_promotion) == static_cast<int>(d.l2_promotion));

@@ -156,39 +156,20 @@ __device__ __forceinline__ void getmem_block(const Ctx& ctx, void* dest, const v
 
 // ---- typed forms (count in elements of T) ----------------------------------------
 
-/// putmem of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void put(const Ctx& ctx, T* dest, const T* src, size_t count, int pe) {
-  putmem(ctx, dest, src, count * sizeof(T), pe);
-}
-/// putmem_warp of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void put_warp(const Ctx& ctx, T* dest, const T* src, size_t count,
-                                         int pe) {
-  putmem_warp(ctx, dest, src, count * sizeof(T), pe);
-}
-/// putmem_block of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void put_block(const Ctx& ctx, T* dest, const T* src, size_t count,
-                                          int pe) {
-  putmem_block(ctx, dest, src, count * sizeof(T), pe);
-}
-/// getmem of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void get(const Ctx& ctx, T* dest, const T* src, size_t count, int pe) {
-  getmem(ctx, dest, src, count * sizeof(T), pe);
-}
-/// getmem_warp of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void get_warp(const Ctx& ctx, T* dest, const T* src, size_t count,
-                                         int pe) {
-  getmem_warp(ctx, dest, src, count * sizeof(T), pe);
-}
-/// getmem_block of `count` elements of T.
-template <class T>
-__device__ __forceinline__ void get_block(const Ctx& ctx, T* dest, const T* src, size_t count,
-                                          int pe) {
-  getmem_block(ctx, dest, src, count * sizeof(T), pe);
-}
+/// put, put_warp, put_block, get, get_warp, get_block: the byte form of the same name
+/// (putmem, putmem_warp, ...) over `count` elements of T.
+#define TMASHMEM_TYPED_RMA(NAME, BYTES)                                                     \
+  template <class T>                                                                        \
+  __device__ __forceinline__ void NAME(const Ctx& ctx, T* dest, const T* src, size_t count, \
+                                       int pe) {                                            \
+    BYTES(ctx, dest, src, count * sizeof(T), pe);                                           \
+  }
+TMASHMEM_TYPED_RMA(put, putmem)
+TMASHMEM_TYPED_RMA(put_warp, putmem_warp)
+TMASHMEM_TYPED_RMA(put_block, putmem_block)
+TMASHMEM_TYPED_RMA(get, getmem)
+TMASHMEM_TYPED_RMA(get_warp, getmem_warp)
+TMASHMEM_TYPED_RMA(get_block, getmem_block)
+#undef TMASHMEM_TYPED_RMA
 
 }  // namespace tmashmem

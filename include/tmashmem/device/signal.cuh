@@ -94,21 +94,9 @@ __host__ __device__ __forceinline__ bool compare(uint64_t seen, Cmp cmp, uint64_
 }
 
 __host__ __device__ __forceinline__ const char* cmp_name(Cmp cmp) {
-  switch (cmp) {
-    case Cmp::EQ:
-      return "==";
-    case Cmp::NE:
-      return "!=";
-    case Cmp::GT:
-      return ">";
-    case Cmp::GE:
-      return ">=";
-    case Cmp::LT:
-      return "<";
-    case Cmp::LE:
-      return "<=";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"==", "!=", ">", ">=", "<", "<="};  // in Cmp's order
+  const unsigned i = static_cast<unsigned>(cmp);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "?";
 }
 
 // Applies op to an already translated signal address with release semantics, at

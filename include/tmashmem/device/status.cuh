@@ -16,15 +16,9 @@ enum class Status : int {
 
 /// Short name of a status ("ok", "timeout", "unreachable"), for messages.
 __host__ __device__ __forceinline__ const char* status_name(Status status) {
-  switch (status) {
-    case Status::Ok:
-      return "ok";
-    case Status::Timeout:
-      return "timeout";
-    case Status::Unreachable:
-      return "unreachable";
-  }
-  return "unknown";
+  constexpr const char* kNames[] = {"ok", "timeout", "unreachable"};  // in Status's order
+  const unsigned i = static_cast<unsigned>(status);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
 }
 
 }  // namespace tmashmem

@@ -341,6 +341,13 @@ bool same_bytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& wan
   return false;
 }
 
+// same_bytes of the first want.size() bytes at device address `dev`.
+bool device_same_bytes(const void* dev, const std::vector<uint8_t>& want, const std::string& what) {
+  std::vector<uint8_t> got(want.size());
+  CUDA_CHECK(cudaMemcpy(got.data(), dev, got.size(), cudaMemcpyDeviceToHost));
+  return same_bytes(got, want, what);
+}
+
 // Calls f(byte offset) for every element of the tensor.
 template <typename F>
 void for_each_element(const Case& c, F f) {
@@ -396,6 +403,11 @@ size_t tile_errors(const Case& c, const uint8_t* tile, const int32_t* origin,
 
 struct Views {
   std::vector<tmashmem_tensor_t> views;
+  // Destroys every view, checking each; the memory under them is freed after.
+  void destroy_checked() {
+    for (tmashmem_tensor_t v : views) CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
+    views.clear();
+  }
   ~Views() {
     for (tmashmem_tensor_t v : views) tmashmem_tensor_destroy(v);
   }
@@ -493,12 +505,9 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
         });
       }
     }
-    std::vector<uint8_t> got(dst_bytes);
-    CUDA_CHECK(cudaMemcpy(got.data(), dst, dst_bytes, cudaMemcpyDeviceToHost));
-    ok &= same_bytes(got, want, c.name + ": destination (tensor, padding and guards)");
+    ok &= device_same_bytes(dst, want, c.name + ": destination (tensor, padding and guards)");
   }
-  for (tmashmem_tensor_t v : views.views) CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
-  views.views.clear();
+  views.destroy_checked();
   CHECK(tmashmem_tensor_destroy(src) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;
@@ -760,10 +769,8 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
                        load_bits(src_bytes[static_cast<size_t>(q)].data() + off, c.elem));
         std::memcpy(tensor + off, &acc, c.elem);
       });
-  std::vector<uint8_t> got(c.slot_bytes);
-  CUDA_CHECK(cudaMemcpy(got.data(), dst, c.slot_bytes, cudaMemcpyDeviceToHost));
-  ok &=
-      same_bytes(got, want, std::string("reduce ") + op_name(op) + " " + c.name + ": destination");
+  ok &= device_same_bytes(dst, want,
+                          std::string("reduce ") + op_name(op) + " " + c.name + ": destination");
   views.views.clear();
   CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_tensor_destroy(src) == TMASHMEM_SUCCESS);
@@ -877,11 +884,8 @@ bool run_signal(const Case& c, uint32_t round) {
           slot[off + b] = tile_test::pattern_byte(p, lin, b, round);
       });
   }
-  std::vector<uint8_t> got(dst_bytes);
-  CUDA_CHECK(cudaMemcpy(got.data(), dst, dst_bytes, cudaMemcpyDeviceToHost));
-  ok &= same_bytes(got, want, c.name + ": signalled destination");
-  for (tmashmem_tensor_t v : views.views) CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
-  views.views.clear();
+  ok &= device_same_bytes(dst, want, c.name + ": signalled destination");
+  views.destroy_checked();
   CHECK(tmashmem_free(signal) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;

@@ -3,6 +3,7 @@
 // KernelStatus and the CTA stops (the test then fails instead of hanging).
 #include <cuda_runtime.h>
 
+#include "common/constant_dispatch.h"
 #include "tile_kernels.h"
 #include "tmashmem/device/tile.cuh"
 
@@ -332,25 +333,10 @@ cudaError_t launch_get_put(const tmashmem_tensor_handle_t& src, const tmashmem_t
 cudaError_t launch_get_reduce(ReduceOpId op, const tmashmem_tensor_handle_t& src,
                               const tmashmem_tensor_handle_t& dst, const TileJob* jobs, int n_jobs,
                               KernelStatus* status, int blocks, uint64_t timeout_ns) {
-  switch (op) {
-    case kAdd:
-      return launch_store<1 + kAdd>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kMin:
-      return launch_store<1 + kMin>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kMax:
-      return launch_store<1 + kMax>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kInc:
-      return launch_store<1 + kInc>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kDec:
-      return launch_store<1 + kDec>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kAnd:
-      return launch_store<1 + kAnd>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kOr:
-      return launch_store<1 + kOr>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-    case kXor:
-      return launch_store<1 + kXor>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks, timeout_ns);
-  }
-  return cudaErrorInvalidValue;
+  return tmashmem_test::dispatch_constant<kXor + 1>(op, cudaErrorInvalidValue, [&](auto k) {
+    return launch_store<1 + decltype(k)::value>(src, dst, jobs, n_jobs, nullptr, 0, status, blocks,
+                                                timeout_ns);
+  });
 }
 
 cudaError_t launch_put_signal(const tmashmem_ctx_t& ctx, const tmashmem_tensor_handle_t& dst,

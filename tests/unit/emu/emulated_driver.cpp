@@ -221,8 +221,8 @@ CUresult adopt_multicast_fd(State& s, int fd, unsigned types, CUmemGenericAlloca
     ::close(fd);
     return CUDA_ERROR_INVALID_VALUE;
   }
-  void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
+  void* p =
+      ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     ::close(fd);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -381,6 +381,13 @@ CUresult adopt_imported_fd(State& s, int fd, unsigned type, CUmemGenericAllocati
   if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED; \
   State& s = *g_state
 
+// EMU_ENTER for a query of `device` that answers through `out`: CUDA checks the pointer
+// first, then the device.
+#define EMU_ENTER_DEVICE_QUERY(out, device)    \
+  EMU_ENTER();                                 \
+  if (!(out)) return CUDA_ERROR_INVALID_VALUE; \
+  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE
+
 // EMU_ENTER for a call that counts in Counts::multicast_calls (counted even when it fails).
 #define EMU_ENTER_MULTICAST()                                               \
   std::lock_guard<std::mutex> emu_lock_(g_mutex);                           \
@@ -477,9 +484,7 @@ CUresult emu_cuDeviceGetCount(int* count) {
 }
 
 CUresult emu_cuDeviceGet(CUdevice* device, int ordinal) {
-  EMU_ENTER();
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(s, ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  EMU_ENTER_DEVICE_QUERY(device, ordinal);
   *device = ordinal;
   return CUDA_SUCCESS;
 }
@@ -495,9 +500,7 @@ CUresult emu_cuDeviceGetName(char* name, int length, CUdevice device) {
 // Derived from the ordinal only, so every process of a "node" sees the same UUID for the
 // same device and PEs can tell which of them share a GPU.
 CUresult emu_cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
-  EMU_ENTER();
-  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  EMU_ENTER_DEVICE_QUERY(uuid, device);
   static const unsigned char kPrefix[12] = {0x74, 0x6d, 0x61, 0x73, 0x68, 0x6d,
                                             0x65, 0x6d, 0x2d, 0x65, 0x6d, 0x75};
   std::memcpy(uuid->bytes, kPrefix, sizeof kPrefix);
@@ -507,9 +510,7 @@ CUresult emu_cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
 }
 
 CUresult emu_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
-  EMU_ENTER();
-  if (!value) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  EMU_ENTER_DEVICE_QUERY(value, device);
   if (static_cast<int>(attribute) <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX)
     return CUDA_ERROR_INVALID_VALUE;
   const Options& o = s.options;
@@ -570,9 +571,7 @@ CUresult emu_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUde
 }
 
 CUresult emu_cuDeviceTotalMem(size_t* bytes, CUdevice device) {
-  EMU_ENTER();
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  EMU_ENTER_DEVICE_QUERY(bytes, device);
   *bytes = s.options.device_memory_bytes;
   return CUDA_SUCCESS;
 }
@@ -588,9 +587,7 @@ CUresult emu_cuDeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
 // -- Contexts
 
 CUresult emu_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
-  EMU_ENTER();
-  if (!context) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE;
+  EMU_ENTER_DEVICE_QUERY(context, device);
   ++s.ctx_refs[static_cast<size_t>(device)];
   *context = context_of(device);
   return CUDA_SUCCESS;
@@ -1227,8 +1224,7 @@ CUresult emu_cuMulticastBindMem(CUmemGenericAllocationHandle handle, size_t mc_o
   // libcuda blocks here until every device was added; the emulator refuses instead.
   if (__atomic_load_n(&team->added, __ATOMIC_SEQ_CST) != team->num_devices)
     return CUDA_ERROR_ILLEGAL_STATE;
-  if (a->device < 0 ||
-      !((__atomic_load_n(&team->added_mask, __ATOMIC_SEQ_CST) >> a->device) & 1u))
+  if (a->device < 0 || !((__atomic_load_n(&team->added_mask, __ATOMIC_SEQ_CST) >> a->device) & 1u))
     return CUDA_ERROR_INVALID_DEVICE;
   if (a->handle_types == 0) return CUDA_ERROR_NOT_SUPPORTED;  // shareable objects need it
   for (const McBind& b : mc->binds)

@@ -15,13 +15,15 @@
 #include "common/catch.h"
 #include "common/test_util.h"
 #include "runtime/driver.h"
+#include "unit/emu/emu_fixture.h"
 #include "unit/emu/emulated_driver.h"
 
 namespace {
 
 namespace emu = tmashmem::emu;
 
-const tmashmem::DriverApi& cu() { return tmashmem::driver(); }
+using tmashmem_test::cu;
+using tmashmem_test::install_exact;
 
 constexpr size_t kGran = size_t(64) << 10;
 constexpr uint64_t kHalf = uint64_t(1) << 63;
@@ -34,32 +36,21 @@ emu::Options small_options() {
   return o;
 }
 
-// install() without the TMASHMEM_EMU_DEVICES override the environment may set.
-void install_exact(const emu::Options& o) {
-  const char* env = std::getenv(emu::kEnvDevices);
-  const std::string saved = env ? env : "";
-  ::unsetenv(emu::kEnvDevices);
-  emu::install(o);
-  if (env) ::setenv(emu::kEnvDevices, saved.c_str(), 1);
-}
-
 // An installed, initialised emulator with device 0's primary context current on this
 // thread; all undone at scope exit.
 struct Device0 {
-  explicit Device0(const emu::Options& o = small_options()) {
-    install_exact(o);
-    REQUIRE(cu().cuInit(0) == CUDA_SUCCESS);
+  explicit Device0(const emu::Options& o = small_options()) : emulator(o) {
     REQUIRE(cu().cuDevicePrimaryCtxRetain(&context, 0) == CUDA_SUCCESS);
     REQUIRE(cu().cuCtxSetCurrent(context) == CUDA_SUCCESS);
   }
   ~Device0() {
     cu().cuCtxSetCurrent(nullptr);
     cu().cuDevicePrimaryCtxRelease(0);
-    emu::uninstall();
   }
   Device0(const Device0&) = delete;
   Device0& operator=(const Device0&) = delete;
 
+  tmashmem_test::Emulator emulator;  // installed first, uninstalled last
   CUcontext context = nullptr;
 };
 

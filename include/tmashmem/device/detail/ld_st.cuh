@@ -8,73 +8,49 @@
 namespace tmashmem {
 namespace detail {
 
+// ld_<NAME>(const T* p) and st_<NAME>(T* p, T v): one PTX `ld.<PTX>` / `st.<PTX>`,
+// the value in a register of constraint C.
+#define TMASHMEM_LD(NAME, PTX, T, C)                                     \
+  __device__ __forceinline__ T ld_##NAME(const T* p) {                   \
+    T v;                                                                 \
+    asm volatile("ld." PTX " %0, [%1];" : "=" C(v) : "l"(p) : "memory"); \
+    return v;                                                            \
+  }
+#define TMASHMEM_ST(NAME, PTX, T, C)                                \
+  __device__ __forceinline__ void st_##NAME(T* p, T v) {            \
+    asm volatile("st." PTX " [%0], %1;" ::"l"(p), C(v) : "memory"); \
+  }
+
 // ---- relaxed, system scope: every width (p/g, relaxed signals) ---------------
 
+// Bytes travel in a 16-bit register: PTX has no 8-bit register constraint.
 __device__ __forceinline__ void st_relaxed_sys(uint8_t* p, uint8_t v) {
   asm volatile("st.relaxed.sys.u8 [%0], %1;" ::"l"(p), "h"(static_cast<uint16_t>(v)) : "memory");
 }
-__device__ __forceinline__ void st_relaxed_sys(uint16_t* p, uint16_t v) {
-  asm volatile("st.relaxed.sys.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_sys(uint32_t* p, uint32_t v) {
-  asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
-  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
+TMASHMEM_ST(relaxed_sys, "relaxed.sys.u16", uint16_t, "h")
+TMASHMEM_ST(relaxed_sys, "relaxed.sys.u32", uint32_t, "r")
+TMASHMEM_ST(relaxed_sys, "relaxed.sys.u64", uint64_t, "l")
 
 __device__ __forceinline__ uint8_t ld_relaxed_sys(const uint8_t* p) {
   uint16_t v;
   asm volatile("ld.relaxed.sys.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
   return static_cast<uint8_t>(v);
 }
-__device__ __forceinline__ uint16_t ld_relaxed_sys(const uint16_t* p) {
-  uint16_t v;
-  asm volatile("ld.relaxed.sys.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t ld_relaxed_sys(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint64_t ld_relaxed_sys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+TMASHMEM_LD(relaxed_sys, "relaxed.sys.u16", uint16_t, "h")
+TMASHMEM_LD(relaxed_sys, "relaxed.sys.u32", uint32_t, "r")
+TMASHMEM_LD(relaxed_sys, "relaxed.sys.u64", uint64_t, "l")
 
 // ---- 64-bit words (signals, barrier counters) ---------------------------------
 
-__device__ __forceinline__ uint64_t ld_relaxed_gpu(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+TMASHMEM_LD(relaxed_gpu, "relaxed.gpu.u64", uint64_t, "l")
+TMASHMEM_LD(acquire_sys, "acquire.sys.u64", uint64_t, "l")
+TMASHMEM_LD(acquire_gpu, "acquire.gpu.u64", uint64_t, "l")
+TMASHMEM_ST(relaxed_gpu, "relaxed.gpu.u64", uint64_t, "l")
+TMASHMEM_ST(release_sys, "release.sys.u64", uint64_t, "l")
+TMASHMEM_ST(release_gpu, "release.gpu.u64", uint64_t, "l")
 
-__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ uint64_t ld_acquire_gpu(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void st_relaxed_gpu(uint64_t* p, uint64_t v) {
-  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void st_release_sys(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-__device__ __forceinline__ void st_release_gpu(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
+#undef TMASHMEM_LD
+#undef TMASHMEM_ST
 
 }  // namespace detail
 }  // namespace tmashmem

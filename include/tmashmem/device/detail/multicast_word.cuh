@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tmashmem/device/detail/atom.cuh"
 #include "tmashmem/device/detail/multimem.cuh"
 
 namespace tmashmem {
@@ -258,7 +259,7 @@ __device__ __forceinline__ void unicast_red_word(void* p, McWord<T> w) {
     unicast_red_add_bf16x2(p, w);
   } else if constexpr (sizeof(T) == 4) {
     if constexpr (Op == McOp::Add && kSigned) unicast_red_add_s32(p, static_cast<int32_t>(w));
-    if constexpr (Op == McOp::Add && !kSigned) unicast_red_add_u32(p, w);
+    if constexpr (Op == McOp::Add && !kSigned) red_add_relaxed_sys(static_cast<uint32_t*>(p), w);
     if constexpr (Op == McOp::Min && kSigned) unicast_red_min_s32(p, static_cast<int32_t>(w));
     if constexpr (Op == McOp::Min && !kSigned) unicast_red_min_u32(p, w);
     if constexpr (Op == McOp::Max && kSigned) unicast_red_max_s32(p, static_cast<int32_t>(w));
@@ -267,7 +268,7 @@ __device__ __forceinline__ void unicast_red_word(void* p, McWord<T> w) {
     if constexpr (Op == McOp::Or) unicast_red_or_b32(p, w);
     if constexpr (Op == McOp::Xor) unicast_red_xor_b32(p, w);
   } else {
-    if constexpr (Op == McOp::Add) unicast_red_add_u64(p, w);
+    if constexpr (Op == McOp::Add) red_add_relaxed_sys(static_cast<uint64_t*>(p), w);
     if constexpr (Op == McOp::Min && kSigned) unicast_red_min_s64(p, static_cast<int64_t>(w));
     if constexpr (Op == McOp::Min && !kSigned) unicast_red_min_u64(p, w);
     if constexpr (Op == McOp::Max && kSigned) unicast_red_max_s64(p, static_cast<int64_t>(w));

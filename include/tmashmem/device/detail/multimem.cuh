@@ -24,21 +24,19 @@ enum class McOp { Add, Min, Max, And, Or, Xor };
 
 // ---- multimem.st --------------------------------------------------------------
 
-template <int Sem>
-__device__ __forceinline__ void multimem_st_b32(void* mc, uint32_t v) {
-  if constexpr (Sem)
-    asm volatile("multimem.st.release.sys.global.b32 [%0], %1;" ::"l"(mc), "r"(v) : "memory");
-  else
-    asm volatile("multimem.st.relaxed.sys.global.b32 [%0], %1;" ::"l"(mc), "r"(v) : "memory");
-}
-
-template <int Sem>
-__device__ __forceinline__ void multimem_st_b64(void* mc, uint64_t v) {
-  if constexpr (Sem)
-    asm volatile("multimem.st.release.sys.global.b64 [%0], %1;" ::"l"(mc), "l"(v) : "memory");
-  else
-    asm volatile("multimem.st.relaxed.sys.global.b64 [%0], %1;" ::"l"(mc), "l"(v) : "memory");
-}
+// multimem_st_<TY><Sem>(mc, v): Sem 1 is .release, 0 is .relaxed; T in a register of
+// constraint C.
+#define TMASHMEM_MULTIMEM_ST(TY, T, C)                                                             \
+  template <int Sem>                                                                               \
+  __device__ __forceinline__ void multimem_st_##TY(void* mc, T v) {                                \
+    if constexpr (Sem)                                                                             \
+      asm volatile("multimem.st.release.sys.global." #TY " [%0], %1;" ::"l"(mc), C(v) : "memory"); \
+    else                                                                                           \
+      asm volatile("multimem.st.relaxed.sys.global." #TY " [%0], %1;" ::"l"(mc), C(v) : "memory"); \
+  }
+TMASHMEM_MULTIMEM_ST(b32, uint32_t, "r")
+TMASHMEM_MULTIMEM_ST(b64, uint64_t, "l")
+#undef TMASHMEM_MULTIMEM_ST
 
 // 16 bytes of any data: the .v4.f32 form moves bits (a store converts nothing).
 template <int Sem>
@@ -220,14 +218,13 @@ __device__ __forceinline__ void st_relaxed_sys_v4(void* p, uint4 v) {
                : "memory");
 }
 
-// red.relaxed.sys on one peer's copy: what multimem.red does at each GPU.
+// red.relaxed.sys on one peer's copy: what multimem.red does at each GPU (the unsigned
+// adds are red_add_relaxed_sys of detail/atom.cuh).
 #define TMASHMEM_UNICAST_RED(NAME, INSTR, T, C)                                           \
   __device__ __forceinline__ void unicast_red_##NAME(void* p, T v) {                      \
     asm volatile("red.relaxed.sys.global." INSTR " [%0], %1;" ::"l"(p), C(v) : "memory"); \
   }
-TMASHMEM_UNICAST_RED(add_u32, "add.u32", uint32_t, "r")
 TMASHMEM_UNICAST_RED(add_s32, "add.s32", int32_t, "r")
-TMASHMEM_UNICAST_RED(add_u64, "add.u64", uint64_t, "l")
 TMASHMEM_UNICAST_RED(min_u32, "min.u32", uint32_t, "r")
 TMASHMEM_UNICAST_RED(min_s32, "min.s32", int32_t, "r")
 TMASHMEM_UNICAST_RED(min_u64, "min.u64", uint64_t, "l")
