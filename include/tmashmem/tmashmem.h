@@ -133,7 +133,15 @@ const char* tmashmem_last_error(void);
  * in which case the later call's own work fails with it too.
  *
  * `stream` is a cudaStream_t (or CUstream) of the device tmashmem_init chose
- * (tmashmem_device()); 0 is the legacy default stream. The library launches its
+ * (tmashmem_device()); 0 is the legacy default stream. What is checked: 0,
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (cudaStreamLegacy, cudaStreamPerThread) are
+ * accepted as the current context's streams; any other handle is asked for its context
+ * (cuStreamGetCtx, a host-side lookup without synchronisation), and a stream of another
+ * context or device is TMASHMEM_ERROR_INVALID_VALUE naming both, a handle the driver
+ * rejects is TMASHMEM_ERROR_CUDA naming cuStreamGetCtx and its error. What is not: CUDA
+ * leaves a destroyed or made-up stream handle undefined, so such a handle may also crash
+ * inside the driver's lookup (or name a newer stream that reuses its address); the
+ * library cannot tell it from a live one. The library launches its
  * small kernels through its own copy of the CUDA runtime, in the device's primary
  * context, so streams created by the application's runtime or driver API work.
  *
@@ -217,6 +225,28 @@ tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, in
  * wait on one thread of the GPU with the exact unsigned comparison (in [0, 2^64)). */
 tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                                        tmashmem_stream_t stream);
+
+/* The bounded form: holds the stream until `*sig <cmp> value` (exact unsigned comparison)
+ * or until at least `timeout_ns` nanoseconds (> 0; the GPU's global timer) have passed,
+ * whichever is first, then writes the outcome to `*status`: TMASHMEM_SUCCESS when the
+ * comparison held (acquire, as above), TMASHMEM_ERROR_TIMEOUT when the bound passed first.
+ * The stream continues either way: its later work runs after a timeout too, so read
+ * `*status` after synchronising the stream (or an event after the call) before trusting
+ * data the signal guards. `status` must be a 4-byte aligned int32_t the GPU can write and
+ * the host can read: mapped pinned host memory (cudaHostAlloc(..., cudaHostAllocMapped))
+ * or managed memory, not the symmetric heap (refused). The wait never uses a stream
+ * memory operation (cuStreamWaitValue64 has no bound): it is always one GPU thread that
+ * polls (one resident block for the whole wait, and a clock read every 64 bursts of
+ * polls), so it costs a kernel launch and an SM slot that the unbounded EQ/GE/GT form
+ * does not. Debug builds of the device headers (TMASHMEM_DEVICE_DEBUG, see
+ * include/tmashmem/device/signal.cuh) print the wait and trap at the bound instead,
+ * which leaves the CUDA context unusable (a sticky error at the next synchronisation).
+ * Argument checks as for tmashmem_signal_wait_until_on_stream, plus timeout_ns > 0 and
+ * `status`; errors are returned without enqueueing anything. */
+tmashmem_status_t tmashmem_signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp,
+                                                               uint64_t value, uint64_t timeout_ns,
+                                                               int32_t* status,
+                                                               tmashmem_stream_t stream);
 
 #ifdef __cplusplus
 }

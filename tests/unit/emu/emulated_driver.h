@@ -110,6 +110,12 @@ void install(const Options& options = Options());
 // stays readable and counts() still reports the leak after uninstall.
 void uninstall();
 
+// A stream of `device` that cuStreamGetCtx knows (the emulator runs nothing asynchronously,
+// so streams are only names); destroy_stream forgets it, and cuStreamGetCtx then returns
+// CUDA_ERROR_INVALID_HANDLE for it, as for any handle the emulator never made.
+CUstream create_stream(int device);
+void destroy_stream(CUstream stream);
+
 // The origin string of the installed table (DriverApi::origin).
 constexpr const char* kOrigin = "tmashmem-emu";
 
