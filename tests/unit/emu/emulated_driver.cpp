@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,7 @@ struct State {
   std::array<long, kMaxDevices> ctx_refs{};
   std::array<size_t, kMaxDevices> used_bytes{};  // device budget in use
   std::map<CUstream, int> streams;               // create_stream's live streams -> device
+  int mem_creates = 0;                           // cuMemCreate calls so far
 };
 
 // One mutex around everything: the runtime may call the driver from several threads, and
@@ -609,6 +611,7 @@ CUresult emu_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAlloc
 CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
                          const CUmemAllocationProp* prop, unsigned long long flags) {
   EMU_ENTER();
+  if (++s.mem_creates == s.options.kill_at_mem_create) ::raise(SIGKILL);
   if (!handle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = check_prop(s, prop);
   if (r != CUDA_SUCCESS) return r;

@@ -91,6 +91,9 @@ struct Options {
   bool init_fails = false;            // cuInit returns CUDA_ERROR_NO_DEVICE
   bool stream_mem_ops_64 = true;      // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
   int stream_wait_timeout_ms = 2000;  // bound on one cuStreamWaitValue64 (>= 0)
+  // N > 0: the process's Nth cuMemCreate of this install raises SIGKILL (the fault tests'
+  // PE that dies inside a heap growth step); 0: never.
+  int kill_at_mem_create = 0;
 };
 
 constexpr int kMaxDevices = 64;
