@@ -2,13 +2,11 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
-
-#include "runtime/config.h"
-#include "runtime/error.h"
 
 namespace tmashmem {
 namespace {
@@ -40,7 +38,7 @@ class SingleBootstrap final : public Bootstrap {
   }
   tmashmem_status_t broadcast(void*, size_t, int root) override {
     if (root != 0)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "broadcast root %d out of range [0, 1)", root);
+      return fail(TMASHMEM_ERROR_INVALID_VALUE, "broadcast root %d out of range [0, 1)", root);
     return TMASHMEM_SUCCESS;
   }
   tmashmem_status_t barrier() override { return TMASHMEM_SUCCESS; }
@@ -48,10 +46,21 @@ class SingleBootstrap final : public Bootstrap {
 
 }  // namespace
 
+tmashmem_status_t Bootstrap::fail(tmashmem_status_t status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  char text[1024];
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  message_ = text;
+  return report_ ? report_(status, message_.c_str()) : status;
+}
+
 tmashmem_status_t Bootstrap::discover_locality() {
   NodeIdentity mine = this_node();
   std::vector<NodeIdentity> all(static_cast<size_t>(size_));
-  TMASHMEM_TRY(allgather(&mine, all.data(), sizeof mine));
+  tmashmem_status_t st = allgather(&mine, all.data(), sizeof mine);
+  if (st != TMASHMEM_SUCCESS) return st;
   local_rank_ = 0;
   local_size_ = 0;
   first_local_rank_ = -1;

@@ -4,18 +4,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "bootstrap/bootstrap.h"
 
 namespace tmashmem {
 
-// `comm` points to an MPI_Comm (NULL = MPI_COMM_WORLD). Initialises MPI when the
-// process was launched by mpirun and nobody has yet (it is then finalised at exit).
+// `comm` points to an MPI_Comm (NULL = MPI_COMM_WORLD). Initialises MPI when nobody
+// has yet (it is then finalised at exit). On failure *message says why.
 tmashmem_status_t make_mpi_bootstrap(const void* comm, int timeout_ms,
-                                     std::unique_ptr<Bootstrap>* out);
+                                     std::unique_ptr<Bootstrap>* out, std::string* message);
 
-// True when MPI is initialised, or the environment says an MPI launcher started
-// this process with more than one rank.
-bool mpi_launch_detected();
+bool mpi_initialized();
 
 }  // namespace tmashmem

@@ -1,27 +1,38 @@
 #include "runtime/fd_channel.h"
 
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/bootstrap.h"
 #include "runtime/error.h"
 
 namespace tmashmem {
 namespace {
 
-socklen_t abstract_address(uint64_t job_id, int pe, sockaddr_un* address) {
-  std::memset(address, 0, sizeof *address);
-  address->sun_family = AF_UNIX;
-  // sun_path[0] == '\0' selects the abstract namespace.
-  int n = std::snprintf(address->sun_path + 1, sizeof address->sun_path - 1, "tmashmem.%016llx.%d",
-                        static_cast<unsigned long long>(job_id), pe);
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
+std::string hex(const uint8_t* bytes, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+uint64_t netns_inode() {
+  struct stat st;
+  return ::stat("/proc/self/ns/net", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
 int remaining_ms(std::chrono::steady_clock::time_point deadline) {
@@ -32,33 +43,155 @@ int remaining_ms(std::chrono::steady_clock::time_point deadline) {
 
 }  // namespace
 
-tmashmem_status_t FdChannel::open(uint64_t job_id, int pe) {
-  close();
+std::string FdChannel::socket_name(int pe) const {
+  int slot = pe - first_local_pe_;
+  if (filesystem_) {
+    if (slot < 0 || static_cast<size_t>(slot) >= peers_.size()) return "(no such local PE)";
+    return peers_[static_cast<size_t>(slot)].path;
+  }
+  return "@tmashmem-" + hex(nonce_, sizeof nonce_) + "-" + std::to_string(pe);
+}
+
+tmashmem_status_t FdChannel::bind_socket(int pe, bool filesystem) {
   int s = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return set_system_error("socket(AF_UNIX, SOCK_DGRAM) for the handle exchange");
-  sockaddr_un address;
-  socklen_t length = abstract_address(job_id, pe, &address);
-  if (::bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
-    tmashmem_status_t st = set_system_error(
-        "bind of the handle-exchange socket \"@%s\" (another job with the same id on this node?)",
-        address.sun_path + 1);
+  // The kernel attaches every sender's pid and uid to what this socket receives.
+  int on = 1;
+  if (::setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+    tmashmem_status_t st =
+        set_system_error("setsockopt(SO_PASSCRED) on the handle-exchange socket");
     ::close(s);
     return st;
   }
+  sockaddr_un address;
+  std::memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  socklen_t length = 0;
+  if (filesystem) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tmashmem-XXXXXX";
+    std::vector<char> dir(pattern.begin(), pattern.end());
+    dir.push_back('\0');
+    if (!mkdtemp(dir.data())) {  // mode 0700: only this user may reach the socket
+      tmashmem_status_t st =
+          set_system_error("mkdtemp(%s) for the handle-exchange socket", pattern.c_str());
+      ::close(s);
+      return st;
+    }
+    dir_ = dir.data();
+    std::string path = dir_ + "/fd.sock";
+    if (path.size() >= sizeof address.sun_path) {
+      ::rmdir(dir_.c_str());
+      dir_.clear();
+      ::close(s);
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "the handle-exchange socket path %s is longer than %zu bytes: set TMPDIR "
+                       "to a shorter directory",
+                       path.c_str(), sizeof address.sun_path - 1);
+    }
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  } else {
+    // sun_path[0] == '\0' selects the abstract namespace.
+    std::string name = socket_name(pe).substr(1);
+    std::memcpy(address.sun_path + 1, name.data(), name.size());
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  }
+  if (::bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    tmashmem_status_t st =
+        set_system_error("bind of the handle-exchange socket \"%s\"",
+                         filesystem ? address.sun_path : socket_name(pe).c_str());
+    ::close(s);
+    close();
+    return st;
+  }
   socket_ = s;
-  job_id_ = job_id;
+  return TMASHMEM_SUCCESS;
+}
+
+tmashmem_status_t FdChannel::open(Bootstrap& bs, int first_local_pe, int n_local,
+                                  const std::string& mode, int debug) {
+  close();
+  me_ = bs.rank();
+  first_local_pe_ = first_local_pe;
+  // Rank 0's nonce names this job's sockets; nobody can guess them beforehand.
+  tmashmem_status_t st = TMASHMEM_SUCCESS;
+  if (me_ == 0 && getrandom(nonce_, sizeof nonce_, 0) != static_cast<ssize_t>(sizeof nonce_))
+    st = set_system_error("getrandom for the handle-exchange nonce");
+  // Collective calls come first and always, so a local failure cannot hang the others.
+  tmashmem_status_t shared = bs.broadcast(nonce_, sizeof nonce_, 0);
+  if (shared != TMASHMEM_SUCCESS) return shared;
+  std::memcpy(&job_id_, nonce_, sizeof job_id_);
+  Endpoint mine;
+  std::memset(&mine, 0, sizeof mine);
+  mine.pid = static_cast<int32_t>(getpid());
+  mine.uid = static_cast<uint32_t>(getuid());
+  mine.netns = netns_inode();
+  std::vector<Endpoint> all(static_cast<size_t>(bs.size()));
+  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  peers_.assign(all.begin() + first_local_pe, all.begin() + first_local_pe + n_local);
+  bool split_netns = false;
+  for (const Endpoint& e : peers_) split_netns = split_netns || e.netns != mine.netns;
+  // The same decision on every local PE: the mode is one setting, the namespaces are shared.
+  filesystem_ = mode == "filesystem" || (mode == "auto" && split_netns);
+  if (st == TMASHMEM_SUCCESS) st = bind_socket(me_, filesystem_);
+  std::string message = last_error();
+  mine.status = st;
+  if (filesystem_ && st == TMASHMEM_SUCCESS)
+    std::snprintf(mine.path, sizeof mine.path, "%s/fd.sock", dir_.c_str());
+  TMASHMEM_TRY(bs.allgather(&mine, all.data(), sizeof mine));
+  peers_.assign(all.begin() + first_local_pe, all.begin() + first_local_pe + n_local);
+  if (st != TMASHMEM_SUCCESS) {
+    close();
+    return restore_error(st, message);
+  }
+  for (int s = 0; s < n_local; ++s)
+    if (peers_[static_cast<size_t>(s)].status != TMASHMEM_SUCCESS) {
+      close();
+      return set_error(TMASHMEM_ERROR_SYSTEM,
+                       "PE %d could not bind its handle-exchange socket (see its error)",
+                       first_local_pe + s);
+    }
+  if (debug >= 1)
+    std::fprintf(stderr, "[tmashmem rank %d] handle exchange: %s socket %s%s\n", me_,
+                 filesystem_ ? "filesystem" : "abstract", socket_name(me_).c_str(),
+                 split_netns ? " (the node's PEs are in different network namespaces)" : "");
   return TMASHMEM_SUCCESS;
 }
 
 void FdChannel::close() {
   if (socket_ >= 0) ::close(socket_);
   socket_ = -1;
+  if (!dir_.empty()) {
+    ::unlink((dir_ + "/fd.sock").c_str());
+    ::rmdir(dir_.c_str());
+    dir_.clear();
+  }
+  peers_.clear();
+}
+
+void FdChannel::refuse(pid_t pid, uid_t uid, const char* why) {
+  std::fprintf(stderr,
+               "[tmashmem rank %d] handle exchange: refused a message from pid %d (uid %u): %s\n",
+               me_, static_cast<int>(pid), static_cast<unsigned>(uid), why);
 }
 
 tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, bool* sent) {
   *sent = false;
   sockaddr_un address;
-  socklen_t length = abstract_address(job_id_, to, &address);
+  std::memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  std::string name = socket_name(to);
+  socklen_t length = 0;
+  if (filesystem_) {
+    if (name.empty() || name[0] != '/')
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "PE %d is not a PE of this node", to);
+    std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() + 1);
+  } else {
+    std::memcpy(address.sun_path + 1, name.data() + 1, name.size() - 1);
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  }
   iovec iov;
   iov.iov_base = const_cast<FdMessage*>(&message);
   iov.iov_len = sizeof message;
@@ -77,7 +210,7 @@ tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, 
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  // The peer binds its socket during init, before the bootstrap barrier that
+  // The peer binds its socket during init, before the bootstrap all-gather that
   // precedes any exchange, so ECONNREFUSED/ENOENT mean it is gone; EAGAIN means its
   // queue is full (the caller drains its own queue and tries again).
   for (;;) {
@@ -87,23 +220,8 @@ tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, 
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return TMASHMEM_SUCCESS;
-    return set_system_error("sending a memory handle to PE %d over its Unix socket", to);
-  }
-}
-
-tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    bool sent = false;
-    TMASHMEM_TRY(try_send(to, message, fd, &sent));
-    if (sent) return TMASHMEM_SUCCESS;
-    if (remaining_ms(deadline) == 0)
-      return set_error(TMASHMEM_ERROR_TIMEOUT,
-                       "sending a memory handle to PE %d timed out after %d ms: its socket queue "
-                       "stayed full (is PE %d alive?)",
-                       to, timeout_ms, to);
-    pollfd p{socket_, POLLOUT, 0};
-    ::poll(&p, 1, 1);
+    return set_system_error("sending a memory handle to PE %d over its Unix socket %s", to,
+                            name.c_str());
   }
 }
 
@@ -113,7 +231,8 @@ tmashmem_status_t FdChannel::try_receive(FdMessage* message, int* fd, bool* got)
     iovec iov;
     iov.iov_base = message;
     iov.iov_len = sizeof *message;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    // Room for a few descriptors (a stranger may send several) and the credentials.
+    alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int)) + CMSG_SPACE(sizeof(ucred))];
     msghdr header;
     std::memset(&header, 0, sizeof header);
     header.msg_iov = &iov;
@@ -124,19 +243,50 @@ tmashmem_status_t FdChannel::try_receive(FdMessage* message, int* fd, bool* got)
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TMASHMEM_SUCCESS;
     if (n < 0) return set_system_error("recvmsg on the handle-exchange socket");
-    cmsghdr* c = CMSG_FIRSTHDR(&header);
-    int received = -1;
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-      std::memcpy(&received, CMSG_DATA(c), sizeof(int));
-    if (static_cast<size_t>(n) != sizeof *message || received < 0 || message->job_id != job_id_ ||
-        (header.msg_flags & MSG_CTRUNC)) {
-      if (received >= 0) ::close(received);
-      return set_error(TMASHMEM_ERROR_INTERNAL,
-                       "malformed handle-exchange message (%zd bytes, fd %d): another program is "
-                       "writing to this job's socket",
-                       n, received);
+    std::vector<int> fds;
+    ucred cred{-1, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
+    bool have_cred = false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c; c = CMSG_NXTHDR(&header, c)) {
+      if (c->cmsg_level != SOL_SOCKET) continue;
+      if (c->cmsg_type == SCM_RIGHTS) {
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+          int f = -1;
+          std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+          fds.push_back(f);
+        }
+      } else if (c->cmsg_type == SCM_CREDENTIALS) {
+        std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+        have_cred = true;
+      }
     }
-    *fd = received;
+    auto drop = [&](const char* why) {
+      for (int f : fds) ::close(f);
+      refuse(cred.pid, cred.uid, why);
+    };
+    int slot = static_cast<size_t>(n) == sizeof *message ? message->from_pe - first_local_pe_ : -1;
+    if (!have_cred) {
+      drop("no sender credentials");
+      continue;
+    }
+    if (slot < 0 || static_cast<size_t>(slot) >= peers_.size() || message->from_pe == me_) {
+      drop(static_cast<size_t>(n) == sizeof *message
+               ? "it claims a PE that is not a peer on this node"
+               : "not a handle-exchange message");
+      continue;
+    }
+    const Endpoint& sender = peers_[static_cast<size_t>(slot)];
+    if (cred.pid != sender.pid || cred.uid != sender.uid) {
+      drop(("it claims to be PE " + std::to_string(message->from_pe) + " (pid " +
+            std::to_string(sender.pid) + ", uid " + std::to_string(sender.uid) + ")")
+               .c_str());
+      continue;
+    }
+    if (fds.size() != 1 || message->job_id != job_id_ || (header.msg_flags & MSG_CTRUNC)) {
+      drop("malformed handle-exchange message from a PE of this job");
+      continue;
+    }
+    *fd = fds[0];
     *got = true;
     return TMASHMEM_SUCCESS;
   }

@@ -1,20 +1,35 @@
 // Passing file descriptors between the PEs of one node: one Unix datagram socket
-// per PE in the abstract namespace (nothing left in the file system, works in
-// containers that share a network namespace), SCM_RIGHTS for the descriptor.
+// per PE, SCM_RIGHTS for the descriptor (docs/design.md, decision 4).
+//
+// Only this job's PEs get in. The sockets' names come from a 128-bit nonce that
+// rank 0 draws and the bootstrap distributes: "@tmashmem-<nonce>-<pe>" in the
+// abstract namespace (nothing left in the file system), or, when the node's PEs are
+// in different network namespaces (where abstract names do not cross) or
+// TMASHMEM_FD_SOCKET=filesystem, a socket in a fresh mkdtemp directory of mode 0700
+// per PE. Every PE publishes its pid and uid through the bootstrap; every received
+// message carries the sender's kernel-checked credentials (SO_PASSCRED,
+// SCM_CREDENTIALS) and is refused, logged with the sender's pid, unless they are
+// those of the PE the message claims to come from. The PEs must therefore share a
+// pid namespace. close() removes every socket and file (finalize, failed init).
 //
 // Contract: datagrams between two sockets arrive in order and whole; receive()
 // waits at most the timeout and names the PE it was waiting for.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
 
+class Bootstrap;
+
 struct FdMessage {
-  uint64_t job_id;    // guards against a stale socket of another job
+  uint64_t job_id;    // the nonce's first word: guards against a stale socket of another job
   uint32_t sequence;  // heap growth step this descriptor belongs to
   int32_t from_pe;
   uint64_t bytes;  // size of the memory behind the descriptor
@@ -27,27 +42,50 @@ class FdChannel {
   FdChannel(const FdChannel&) = delete;
   FdChannel& operator=(const FdChannel&) = delete;
 
-  // Binds this PE's socket; `job_id` is the same on all PEs of a job.
-  tmashmem_status_t open(uint64_t job_id, int pe);
+  // COLLECTIVE over `bs` (every PE, also those without local peers). `mode` is the
+  // TMASHMEM_FD_SOCKET word: "auto", "abstract" or "filesystem". Local PEs are
+  // first_local_pe .. first_local_pe + n_local - 1.
+  tmashmem_status_t open(Bootstrap& bs, int first_local_pe, int n_local, const std::string& mode,
+                         int debug);
   void close();
   bool is_open() const { return socket_ >= 0; }
+  uint64_t job_id() const { return job_id_; }
+  // "@tmashmem-<nonce>-<pe>" or the socket's path, for messages and tests.
+  std::string socket_name(int pe) const;
 
-  // Sends a duplicate of `fd` to PE `to`. The caller keeps `fd`. Waits while the
-  // peer's queue is full (callers that also receive should use try_send and drain
-  // their own queue meanwhile, or PEs that all send first can deadlock).
-  tmashmem_status_t send(int to, const FdMessage& message, int fd, int timeout_ms);
-  // One attempt: *sent is false (and the status success) when the peer's queue is full.
+  // Sends a duplicate of `fd` to PE `to` (the caller keeps `fd`), in one attempt: *sent
+  // is false (and the status success) when the peer's queue is full; the caller then
+  // drains its own queue and tries again, or PEs that all send first can deadlock.
   tmashmem_status_t try_send(int to, const FdMessage& message, int fd, bool* sent);
   // One attempt: *got is false (and the status success) when nothing is queued.
+  // Messages from anyone but this job's local PEs are refused (logged) and skipped.
   tmashmem_status_t try_receive(FdMessage* message, int* fd, bool* got);
   // Receives one descriptor (the caller owns it). `waiting_for` only names whom the
   // timeout message blames.
   tmashmem_status_t receive(FdMessage* message, int* fd, int timeout_ms,
                             const std::string& waiting_for);
 
+  // Published by every PE through the bootstrap.
+  struct Endpoint {
+    int32_t pid;
+    uint32_t uid;
+    uint64_t netns;  // inode of /proc/self/ns/net
+    int32_t status;  // TMASHMEM_SUCCESS once its socket is bound
+    char path[108];  // filesystem socket, "" for abstract
+  };
+
  private:
+  tmashmem_status_t bind_socket(int pe, bool filesystem);
+  void refuse(pid_t pid, uid_t uid, const char* why);
+
   int socket_ = -1;
+  int me_ = -1;
+  int first_local_pe_ = 0;
+  bool filesystem_ = false;
   uint64_t job_id_ = 0;
+  uint8_t nonce_[16] = {};
+  std::string dir_;              // filesystem mode: this PE's mkdtemp directory
+  std::vector<Endpoint> peers_;  // by local slot
 };
 
 }  // namespace tmashmem

@@ -35,6 +35,7 @@ struct Runtime {
   bool initialized = false;
   Config config;
   std::unique_ptr<Bootstrap> bootstrap;
+  BootstrapDecision bootstrap_choice;  // what started it and why (tmashmem_bootstrap_choice)
 
   CUdevice device = 0;
   int device_ordinal = -1;

@@ -98,7 +98,31 @@ struct BootstrapChoice {
   using type = tmashmem_bootstrap_kind_t;
   static constexpr Choice<type> choices[] = {{"auto", TMASHMEM_BOOTSTRAP_AUTO},
                                              {"mpi", TMASHMEM_BOOTSTRAP_MPI},
-                                             {"single", TMASHMEM_BOOTSTRAP_SINGLE}};
+                                             {"single", TMASHMEM_BOOTSTRAP_SINGLE},
+                                             {"uid", TMASHMEM_BOOTSTRAP_UID},
+                                             {"nccl", TMASHMEM_BOOTSTRAP_NCCL}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+  static std::string format(const type& value) { return word_of(choices, value); }
+};
+
+// bootstrap/uid_address.cpp reads the word.
+struct UidFamilyChoice {
+  using type = std::string;
+  static constexpr Choice<const char*> choices[] = {
+      {"auto", "auto"}, {"AF_INET", "AF_INET"}, {"AF_INET6", "AF_INET6"}};
+  static bool valid(const type& value) { return is_choice(choices, value); }
+  static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
+  static std::string expected() { return one_of(choices); }
+  static std::string format(const type& value) { return word_of(choices, value); }
+};
+
+// runtime/fd_channel.h reads the word.
+struct FdSocketChoice {
+  using type = std::string;
+  static constexpr Choice<const char*> choices[] = {
+      {"auto", "auto"}, {"abstract", "abstract"}, {"filesystem", "filesystem"}};
   static bool valid(const type& value) { return is_choice(choices, value); }
   static bool parse(const char* text, type* out) { return parse_choice(choices, text, out); }
   static std::string expected() { return one_of(choices); }

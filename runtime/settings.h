@@ -9,9 +9,9 @@
 // Switch, Text, or a choice such as HandleTypeChoice) and the default must parse as Type.
 // Scope says whether PEs may differ: Scope::Job settings must have the same value on every
 // PE (init all-gathers them and fails with TMASHMEM_ERROR_SYMMETRY naming the setting, the
-// PEs and the values); Scope::Pe settings are each PE's own. TMASHMEM_BOOTSTRAP is Pe: PEs
-// that disagree on it do not reach one another to compare (and auto may resolve to the
-// same bootstrap as an explicit choice).
+// PEs and the values); Scope::Pe settings are each PE's own. The bootstrap's own settings
+// (TMASHMEM_BOOTSTRAP, TMASHMEM_BOOTSTRAP_UID*) are Pe: PEs that disagree on them do not
+// reach one another to compare (the unique-id bootstrap checks the job size itself).
 // Rows are listed (tmashmem-info, README) and parsed in this order. Help text must not
 // contain '|' (it becomes a Markdown table cell).
 #pragma once
@@ -30,8 +30,27 @@
     "how heap memory is shared between PEs: auto (fabric if exporting one works, else "            \
     "posix_fd), posix_fd, fabric")                                                                 \
   X(bootstrap, "TMASHMEM_BOOTSTRAP", BootstrapChoice, Scope::Pe, "auto",                           \
-    "how PEs find each other: auto (MPI when launched by mpirun or MPI is initialised, else "      \
-    "single), mpi, single")                                                                        \
+    "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or "    \
+    "once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, "    \
+    "nccl, single")                                                                                \
+  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, Scope::Pe, "none",                              \
+    "unique id of the job (hex or base64 text, as tmashmem_uniqueid_to_string writes it): "        \
+    "starts the unique-id bootstrap")                                                              \
+  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, Scope::Pe, "none",                    \
+    "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap")         \
+  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, Scope::Pe, "none",                    \
+    "number of PEs of the unique-id bootstrap (the same on every PE)")                             \
+  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, Scope::Pe, "auto",                \
+    "interface whose address a new unique id names (default: the first that is up, skipping "      \
+    "docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)")           \
+  X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, Scope::Pe, "auto",     \
+    "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6")              \
+  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, Scope::Pe, "auto",                    \
+    "explicit numeric address of this host for a new unique id's root (overrides the interface "   \
+    "choice)")                                                                                     \
+  X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, Scope::Job, "auto",                           \
+    "where the node's PEs pass heap fds: auto (abstract Unix sockets, or a private directory "     \
+    "when the PEs are in different network namespaces), abstract, filesystem")                     \
   X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, Scope::Job, "120000",      \
     "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "       \
     "naming it")                                                                                   \

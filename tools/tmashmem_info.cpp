@@ -101,6 +101,8 @@ int main(int argc, char** argv) {
   std::printf("Build:\n  MPI bootstrap: %s\n  CUDA headers: %d.%d (driver ABI resolved at %d)\n",
               bootstrap_has_mpi() ? "yes" : "no", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10,
               kDriverAbiVersion);
+  std::printf("  NCCL bootstrap: %s\nBootstrap: %s\n", bootstrap_has_nccl() ? "yes" : "no",
+              tmashmem_bootstrap_choice());
   Config config;
   bool config_ok = load_config(nullptr, &config) == TMASHMEM_SUCCESS;
   std::printf("Settings (environment; tmashmem_init_attr overrides):\n");

@@ -41,10 +41,35 @@ typedef enum tmashmem_status {
 } tmashmem_status_t;
 
 typedef enum tmashmem_bootstrap_kind {
-  TMASHMEM_BOOTSTRAP_AUTO = 0,   /* MPI if initialised or launched by mpirun, else single */
+  TMASHMEM_BOOTSTRAP_AUTO = 0,   /* see tmashmem_init: MPI launcher, unique id, NCCL comm, else single */
   TMASHMEM_BOOTSTRAP_MPI = 1,
-  TMASHMEM_BOOTSTRAP_SINGLE = 2
+  TMASHMEM_BOOTSTRAP_SINGLE = 2,
+  TMASHMEM_BOOTSTRAP_UID = 3,    /* TCP to a root named by a tmashmem_uniqueid_t */
+  TMASHMEM_BOOTSTRAP_NCCL = 4    /* over the ncclComm_t in tmashmem_init_attr_t.nccl_comm */
 } tmashmem_bootstrap_kind_t;
+
+/* A unique id names the root of a unique-id bootstrap (address family, address, port)
+ * and carries a 128-bit random secret that every PE must present to join. Plain bytes:
+ * copy it to the other processes by any means (a file, the environment as text, your
+ * own launcher); whoever holds it can join the job, so hand it only to its PEs. */
+#define TMASHMEM_UNIQUEID_BYTES 64
+typedef struct tmashmem_uniqueid {
+  unsigned char internal[TMASHMEM_UNIQUEID_BYTES];
+} tmashmem_uniqueid_t;
+/* Text form (hex) of an id, for TMASHMEM_BOOTSTRAP_UID: 2 * TMASHMEM_UNIQUEID_BYTES
+ * characters plus the terminating NUL. */
+#define TMASHMEM_UNIQUEID_TEXT_BYTES (2 * TMASHMEM_UNIQUEID_BYTES + 1)
+
+/* Makes a new id whose root is this host (TMASHMEM_BOOTSTRAP_UID_ADDR, else an address
+ * of TMASHMEM_BOOTSTRAP_UID_IFNAME, else the first suitable interface; family from
+ * TMASHMEM_BOOTSTRAP_UID_FAMILY) on a port that was free when the id was made. The
+ * PE of rank 0 listens there during tmashmem_init, so it must run on this host. */
+tmashmem_status_t tmashmem_get_uniqueid(tmashmem_uniqueid_t* id);
+/* Hex text of `id` into `text` (at least TMASHMEM_UNIQUEID_TEXT_BYTES bytes). */
+tmashmem_status_t tmashmem_uniqueid_to_string(const tmashmem_uniqueid_t* id, char* text,
+                                              size_t text_bytes);
+/* Parses hex (as written above) or base64 text. */
+tmashmem_status_t tmashmem_uniqueid_from_string(const char* text, tmashmem_uniqueid_t* id);
 
 typedef enum tmashmem_handle_type {
   TMASHMEM_HANDLE_AUTO = 0,     /* fabric where exporting one works, else POSIX fd */
@@ -52,7 +77,7 @@ typedef enum tmashmem_handle_type {
   TMASHMEM_HANDLE_FABRIC = 2
 } tmashmem_handle_type_t;
 
-#define TMASHMEM_INIT_ATTR_VERSION 1u
+#define TMASHMEM_INIT_ATTR_VERSION 2u
 
 /* Overrides for tmashmem_init_attr. Zero (or AUTO) in a field means "take the
  * TMASHMEM_* environment variable, else the default". Any other value must pass the
@@ -69,13 +94,26 @@ typedef struct tmashmem_init_attributes {
   tmashmem_handle_type_t handle_type;
   int32_t bootstrap_timeout_ms;        /* bound on every blocking bootstrap call */
   int32_t debug;                       /* 0 quiet, 1 info, 2 trace */
+  /* Unique-id bootstrap: the id from tmashmem_get_uniqueid (NULL = TMASHMEM_BOOTSTRAP_UID),
+   * this process's rank in [0, uid_size) and the number of PEs (uid_size 0 = take both
+   * from TMASHMEM_BOOTSTRAP_UID_RANK / _SIZE). */
+  const tmashmem_uniqueid_t* uniqueid;
+  int32_t uid_rank;
+  int32_t uid_size;
+  /* NCCL bootstrap: an ncclComm_t (cast to void*) whose ranks become the PEs. It stays
+   * the caller's: tmashmem never destroys or aborts it. */
+  void* nccl_comm;
   uint64_t reserved[4];                /* must be 0 */
 } tmashmem_init_attr_t;
 
 void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
 
 /* COLLECTIVE. Start the runtime on the current CUDA device (or, with none chosen,
- * node-local rank modulo the device count). */
+ * node-local rank modulo the device count). The bootstrap, unless TMASHMEM_BOOTSTRAP or
+ * the attr's field names one: NCCL when the attr carries nccl_comm; MPI when the attr
+ * carries mpi_comm, MPI is initialised, or an MPI launcher started the process
+ * (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...) and the build has MPI; the unique-id
+ * bootstrap when an id is given (attr or TMASHMEM_BOOTSTRAP_UID); else single. */
 tmashmem_status_t tmashmem_init(void);
 tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr);
 /* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards. */
@@ -114,6 +152,10 @@ void* tmashmem_signal_pad(void);
 /* Fill the POD that kernels take by value (see tmashmem/ctx.h). Refresh it after
  * a malloc that grew the heap (heap_size changes; addresses never move). */
 tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx);
+
+/* The bootstrap tmashmem_init would start now (before init) or started (after), and
+ * why, as one line of text. Not collective. */
+const char* tmashmem_bootstrap_choice(void);
 
 const char* tmashmem_error_string(tmashmem_status_t status);
 /* The calling thread's last error message ("" if none). Valid until the next call. */

@@ -27,6 +27,10 @@ TEST_CASE("bootstrap: a missing PE is named in a timeout error") {
     std::string m = tmashmem_last_error();
     CHECK(m.find("timed out") != std::string::npos);
     CHECK(m.find(std::to_string(last)) != std::string::npos);
+    // Exactly the missing PE: the PEs that did call are not in the list.
+    std::string exact = "waiting for PE(s) " + std::to_string(last) + ";";
+    CHECK(m.find(exact) != std::string::npos);
+    if (m.find(exact) == std::string::npos) std::printf("[PE %d] %s\n", mpi_rank(), m.c_str());
   }
   // Everyone meets again outside tmashmem; the runtime is abandoned, not finalized
   // (its collectives are out of step), and the emulator's memory goes with the process.

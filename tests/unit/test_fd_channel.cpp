@@ -1,12 +1,22 @@
-// Handle exchange between real processes: file descriptors over the Unix
-// datagram sockets, the same path heap growth uses for POSIX fd handles.
+// Handle exchange between real processes: file descriptors over the Unix datagram
+// sockets, the same path heap growth uses for POSIX fd handles; strangers refused.
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bootstrap/bootstrap.h"
 #include "common/catch.h"
 #include "common/test_util.h"
 #include "runtime/fd_channel.h"
@@ -15,29 +25,51 @@ using namespace tmashmem_test;
 using tmashmem::FdChannel;
 using tmashmem::FdMessage;
 
-TEST_CASE("fd channel: every PE sends a memfd to every other; receivers read the sender's bytes") {
-  int me = mpi_rank(), n = mpi_size();
-  uint64_t job = run_seed() | 1;
-  FdChannel channel;
-  REQUIRE(channel.open(job, me) == TMASHMEM_SUCCESS);
-  MPI_Barrier(MPI_COMM_WORLD);  // every socket is bound before anyone sends
+namespace {
 
-  const size_t bytes = 1 << 16;
+std::unique_ptr<tmashmem::Bootstrap> mpi_bootstrap() {
+  tmashmem::BootstrapOptions options;
+  options.kind = TMASHMEM_BOOTSTRAP_MPI;
+  options.timeout_ms = 20000;
+  std::unique_ptr<tmashmem::Bootstrap> bs;
+  REQUIRE(tmashmem::create_bootstrap(options, &bs) == TMASHMEM_SUCCESS);
+  return bs;
+}
+
+// try_send until it is queued or `timeout_ms` passed (the peers drain their queues).
+tmashmem_status_t send_within(FdChannel& channel, int to, const FdMessage& m, int fd,
+                              int timeout_ms) {
+  for (int waited = 0;; ++waited) {
+    bool sent = false;
+    tmashmem_status_t st = channel.try_send(to, m, fd, &sent);
+    if (st != TMASHMEM_SUCCESS || sent) return st;
+    if (waited >= timeout_ms) return TMASHMEM_ERROR_TIMEOUT;
+    usleep(1000);
+  }
+}
+
+int memfd_with(const std::vector<uint8_t>& bytes) {
   int fd = memfd_create("fd-channel-test", MFD_CLOEXEC);
   REQUIRE(fd >= 0);
-  REQUIRE(ftruncate(fd, bytes) == 0);
+  REQUIRE(ftruncate(fd, static_cast<off_t>(bytes.size())) == 0);
+  REQUIRE(pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+// Every PE sends a memfd of fresh random bytes to every other; receivers check them.
+void exchange_all(FdChannel& channel) {
+  int me = mpi_rank(), n = mpi_size();
+  const size_t bytes = 1 << 16;
   auto rng = make_rng(7);
   std::vector<uint8_t> mine(bytes);
   for (auto& b : mine) b = static_cast<uint8_t>(rng());
-  REQUIRE(pwrite(fd, mine.data(), bytes, 0) == static_cast<ssize_t>(bytes));
-
+  int fd = memfd_with(mine);
   for (int to = 0; to < n; ++to) {
     if (to == me) continue;
-    FdMessage m{job, 1, me, bytes};
-    CHECK(channel.send(to, m, fd, 5000) == TMASHMEM_SUCCESS);
+    FdMessage m{channel.job_id(), 1, me, bytes};
+    CHECK(send_within(channel, to, m, fd, 5000) == TMASHMEM_SUCCESS);
   }
   close(fd);  // in-flight messages hold their own references
-  // Every PE publishes its bytes so receivers can compare.
   std::vector<uint8_t> all(bytes * size_t(n));
   MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes),
                 MPI_BYTE, MPI_COMM_WORLD);
@@ -60,22 +92,149 @@ TEST_CASE("fd channel: every PE sends a memfd to every other; receivers read the
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-TEST_CASE("fd channel: a receive that nothing answers times out naming the PE waited for") {
+// Runs `body` with this process's stderr going to a file; returns what was written.
+template <typename Body>
+std::string capture_stderr(Body body) {
+  char path[] = "/tmp/tmashmem-fd-test-XXXXXX";
+  int file = mkstemp(path);
+  REQUIRE(file >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(file, 2);
+  body();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  return text.str();
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("fd channel: every PE sends a memfd to every other; receivers read the sender's bytes") {
+  auto bs = mpi_bootstrap();
   FdChannel channel;
-  REQUIRE(channel.open(run_seed() ^ 0xABCDEF, mpi_rank()) == TMASHMEM_SUCCESS);
+  REQUIRE(channel.open(*bs, 0, mpi_size(), "abstract", 0) == TMASHMEM_SUCCESS);
+  CHECK(channel.socket_name(mpi_rank()).rfind("@tmashmem-", 0) == 0);
+  CHECK(channel.socket_name(mpi_rank()).size() ==
+        std::string("@tmashmem-").size() + 32 + 1 + std::to_string(mpi_rank()).size());
+  exchange_all(channel);
+}
+
+TEST_CASE("fd channel: filesystem sockets live in a private directory removed at close") {
+  auto bs = mpi_bootstrap();
+  FdChannel channel;
+  REQUIRE(channel.open(*bs, 0, mpi_size(), "filesystem", 0) == TMASHMEM_SUCCESS);
+  std::string path = channel.socket_name(mpi_rank());
+  REQUIRE(path.size() > 8);
+  std::string dir = path.substr(0, path.rfind('/'));
+  struct stat st;
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(exists(path));
+  exchange_all(channel);
+  channel.close();
+  CHECK_FALSE(exists(path));
+  CHECK_FALSE(exists(dir));
+}
+
+TEST_CASE("fd channel: a process of the same user that is not a PE is refused and logged") {
+  if (mpi_size() < 2) {
+    mark_skipped("needs 2 PEs: the stranger impersonates PE 0 towards PE 1");
+    return;
+  }
+  auto bs = mpi_bootstrap();
+  for (const char* mode : {"abstract", "filesystem"}) {
+    FdChannel channel;
+    REQUIRE(channel.open(*bs, 0, mpi_size(), mode, 0) == TMASHMEM_SUCCESS);
+    int me = mpi_rank();
+    // The stranger knows the socket's name (abstract names are listed in /proc/net/unix).
+    std::string target = channel.socket_name(1);
+    pid_t stranger = -1;
+    if (me == 0) {
+      stranger = fork();
+      if (stranger == 0) {
+        int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a;
+        std::memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        socklen_t len = 0;
+        if (target[0] == '@') {
+          std::memcpy(a.sun_path + 1, target.data() + 1, target.size() - 1);
+          len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + target.size());
+        } else {
+          std::memcpy(a.sun_path, target.c_str(), target.size() + 1);
+          len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + target.size() + 1);
+        }
+        int fd = memfd_create("stranger", MFD_CLOEXEC);
+        FdMessage m{channel.job_id(), 1, 0, 4096};  // claims to be PE 0, right job id
+        iovec iov{&m, sizeof m};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr h{};
+        h.msg_name = &a;
+        h.msg_namelen = len;
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        h.msg_control = control;
+        h.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        _exit(sendmsg(s, &h, 0) == static_cast<ssize_t>(sizeof m) ? 0 : 3);
+      }
+      int status = 0;
+      waitpid(stranger, &status, 0);
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));  // the datagram was queued
+    }
+    MPI_Bcast(&stranger, sizeof stranger, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (me == 1) {
+      FdMessage m;
+      int fd = -1;
+      bool got = true;
+      std::string log =
+          capture_stderr([&] { CHECK(channel.try_receive(&m, &fd, &got) == TMASHMEM_SUCCESS); });
+      CHECK_FALSE(got);
+      CHECK(fd == -1);
+      CHECK(log.find("refused a message from pid " + std::to_string(stranger)) !=
+            std::string::npos);
+      CHECK(log.find("claims to be PE 0") != std::string::npos);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    exchange_all(channel);  // the PEs themselves still get through
+  }
+}
+
+TEST_CASE("fd channel: a receive that nothing answers times out naming the PE waited for") {
+  auto bs = mpi_bootstrap();
+  FdChannel channel;
+  REQUIRE(channel.open(*bs, 0, mpi_size(), "auto", 0) == TMASHMEM_SUCCESS);
   FdMessage m;
   int fd = -1;
   CHECK(channel.receive(&m, &fd, 200, "7") == TMASHMEM_ERROR_TIMEOUT);
   std::string text = tmashmem_last_error();
   CHECK(text.find("PE(s) 7") != std::string::npos);
   CHECK(fd == -1);
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST_CASE("fd channel: sending to a PE with no socket is an error, not a hang") {
+  auto bs = mpi_bootstrap();
   FdChannel channel;
-  REQUIRE(channel.open(run_seed() ^ 0x5151, mpi_rank()) == TMASHMEM_SUCCESS);
+  REQUIRE(channel.open(*bs, 0, mpi_size(), "abstract", 0) == TMASHMEM_SUCCESS);
   int fd = memfd_create("x", MFD_CLOEXEC);
   FdMessage m{0, 0, 0, 0};
-  CHECK(channel.send(mpi_size() + 100, m, fd, 200) != TMASHMEM_SUCCESS);
+  CHECK(send_within(channel, mpi_size() + 100, m, fd, 200) != TMASHMEM_SUCCESS);
   close(fd);
+  MPI_Barrier(MPI_COMM_WORLD);
 }

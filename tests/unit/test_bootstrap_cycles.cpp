@@ -1,0 +1,100 @@
+// 100 init/finalize cycles over the MPI bootstrap, with abstract and filesystem
+// handle-exchange sockets alternately: no fd, socket, thread or file left behind.
+// (The unique-id and single bootstraps: tests/unit/test_bootstrap_uid.cpp.)
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/catch.h"
+#include "common/test_util.h"
+#include "runtime_fixture.h"
+
+using namespace tmashmem_test;
+namespace emu = tmashmem::emu;
+
+namespace {
+
+int count_entries(const char* path, const char* prefix) {
+  int n = 0;
+  if (DIR* d = opendir(path)) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.' && std::strncmp(e->d_name, prefix, std::strlen(prefix)) == 0) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+int threads() { return count_entries("/proc/self/task", ""); }
+int tmp_sockets() {
+  const char* tmp = std::getenv("TMPDIR");
+  return count_entries(tmp && *tmp ? tmp : "/tmp", "tmashmem-");
+}
+
+}  // namespace
+
+TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or file") {
+  // A private TMPDIR: other tests' sockets come and go in /tmp meanwhile.
+  char dir[] = "/tmp/tmashmem-cycles-test.XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  setenv("TMPDIR", dir, 1);
+  emu::install();
+  int failures = 0;
+  // Steady state first: MPI may start its own threads on the first duplicate.
+  {
+    tmashmem_init_attr_t attr = small_heap_attr();
+    REQUIRE(tmashmem_init_attr(&attr) == TMASHMEM_SUCCESS);
+    REQUIRE(tmashmem_finalize() == TMASHMEM_SUCCESS);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  int fds = open_fd_count(), tasks = threads(), files = tmp_sockets();
+  std::vector<double> init_ms;
+  for (int cycle = 0; cycle < 100 && failures == 0; ++cycle) {
+    setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
+    tmashmem_init_attr_t attr = small_heap_attr();
+    auto t0 = std::chrono::steady_clock::now();
+    tmashmem_status_t st = tmashmem_init_attr(&attr);
+    init_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (st != TMASHMEM_SUCCESS) {
+      std::printf("cycle %d: %s\n", cycle, tmashmem_last_error());
+      ++failures;
+      break;
+    }
+    int n = tmashmem_n_pes(), me = tmashmem_my_pe();
+    auto* p = static_cast<uint8_t*>(tmashmem_malloc((size_t(3) << 20) * size_t(n)));  // growth
+    if (!p) {
+      ++failures;
+    } else {
+      for (int pe = 0; pe < n; ++pe)
+        static_cast<uint8_t*>(tmashmem_ptr(p, pe))[me] = static_cast<uint8_t>(cycle * 7 + me);
+      tmashmem_barrier_all();
+      for (int pe = 0; pe < n; ++pe) failures += p[pe] != static_cast<uint8_t>(cycle * 7 + pe);
+    }
+    if (tmashmem_finalize() != TMASHMEM_SUCCESS) ++failures;
+    if (open_fd_count() != fds || threads() != tasks) {
+      std::printf("cycle %d: %d fds (before %d), %d threads (before %d)\n", cycle, open_fd_count(),
+                  fds, threads(), tasks);
+      ++failures;
+    }
+  }
+  unsetenv("TMASHMEM_FD_SOCKET");
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::sort(init_ms.begin(), init_ms.end());
+  if (mpi_rank() == 0 && !init_ms.empty())
+    std::printf("%zu MPI init cycles on %d PEs: init median %.2f ms, max %.2f ms\n", init_ms.size(),
+                mpi_size(), init_ms[init_ms.size() / 2], init_ms.back());
+  CHECK(failures == 0);
+  CHECK(open_fd_count() == fds);
+  CHECK(threads() == tasks);
+  CHECK(tmp_sockets() == files);
+  CHECK(files == 0);
+  unsetenv("TMPDIR");
+  CHECK(rmdir(dir) == 0);  // empty: every socket directory was removed
+  emu::uninstall();
+}
