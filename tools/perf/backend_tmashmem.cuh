@@ -135,7 +135,7 @@ constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
 // rows. COLLECTIVE. Destroyed with the view's tensor.
 struct TileView {
   tmashmem_tensor_t tensor = nullptr;
-  tmashmem_tile_tensor_t handle{};
+  tmashmem_tensor_handle_t handle{};
   TileView() = default;
   TileView(void* p, size_t bytes, uint32_t inner, uint32_t box_rows) {
     tmashmem_tensor_desc_t d;
@@ -145,7 +145,7 @@ struct TileView {
              "tmashmem_tensor_desc_init");
     d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
     tm_check(tmashmem_tensor_view(p, &d, &tensor), "tmashmem_tensor_view");
-    tm_check(tmashmem_tensor_device(tensor, &handle), "tmashmem_tensor_device");
+    tm_check(tmashmem_tensor_handle(tensor, &handle), "tmashmem_tensor_handle");
   }
   void destroy() {
     if (tensor) tm_check(tmashmem_tensor_destroy(tensor), "tmashmem_tensor_destroy");
