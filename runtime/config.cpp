@@ -19,14 +19,16 @@ std::string setting_value(const char* name) {
 }
 
 bool parse_size(const std::string& text, size_t* bytes) {
-  if (text.empty()) return false;
+  // Digits first: strtoull would skip leading white space and take a sign (" -5" wraps to
+  // 2^64 - 5), neither of which the documented form has.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str() || errno != 0 || text[0] == '-') return false;
+  if (end == text.c_str() || errno != 0) return false;
   std::string unit(end);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit == "IB" || unit == "B") unit.clear();
+  if (unit == "B") unit.clear();  // "iB" alone is no unit
   if (unit.size() == 3 && unit.substr(1) == "IB") unit = unit.substr(0, 1);
   if (unit.size() == 2 && unit[1] == 'B') unit = unit.substr(0, 1);
   int shift = 0;
@@ -61,6 +63,9 @@ std::string Size::expected() {
 bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
 
 bool parse_int(const char* text, long min_value, long max_value, long* out) {
+  // An optional '-' and digits: strtol alone would also take white space and '+'.
+  const char* digits = text[0] == '-' ? text + 1 : text;
+  if (!std::isdigit(static_cast<unsigned char>(digits[0]))) return false;
   char* end = nullptr;
   errno = 0;
   const long value = std::strtol(text, &end, 10);
