@@ -113,10 +113,27 @@ void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
  * the attr's field names one: NCCL when the attr carries nccl_comm; MPI when the attr
  * carries mpi_comm, MPI is initialised, or an MPI launcher started the process
  * (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...) and the build has MPI; the unique-id
- * bootstrap when an id is given (attr or TMASHMEM_BOOTSTRAP_UID); else single. */
+ * bootstrap when an id is given (attr or TMASHMEM_BOOTSTRAP_UID); else single.
+ * tmashmem_init_attr(NULL) is tmashmem_init(): the environment and the defaults.
+ * Settings marked "same on every PE" (tmashmem-info; docs/reliability.md) are compared
+ * first: a PE with another value fails init on every PE with TMASHMEM_ERROR_SYMMETRY
+ * naming the setting, the PEs and the values. A second init without finalize is
+ * TMASHMEM_ERROR_ALREADY_INITIALIZED and changes nothing. When MPI is the bootstrap and
+ * not yet initialised, init calls MPI_Init_thread itself and MPI_Finalize runs at process
+ * exit (atexit), not in tmashmem_finalize, so that init may be called again; a program
+ * that calls MPI_Init itself also calls MPI_Finalize, after tmashmem_finalize. Every
+ * blocking step is bounded by TMASHMEM_BOOTSTRAP_TIMEOUT_MS: a PE that dies or never
+ * arrives is TMASHMEM_ERROR_TIMEOUT on the others, naming it. */
 tmashmem_status_t tmashmem_init(void);
 tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr);
-/* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards. */
+/* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards.
+ * Allocations and tensors still alive are released with the heap (a tensor handle
+ * stays a host object until tmashmem_tensor_destroy). After a timeout or any bootstrap
+ * failure the PEs are out of step: finalize still releases this PE's resources but
+ * returns TMASHMEM_ERROR_BOOTSTRAP ("... restart the job"); the job cannot continue
+ * with tmashmem and should exit. Under mpirun, Open MPI 4.1 aborts the whole job as soon
+ * as a rank dies (before any PE's timeout can report it) unless started with
+ * `--mca orte_abort_on_non_zero_status 0` (docs/reliability.md). */
 tmashmem_status_t tmashmem_finalize(void);
 int tmashmem_initialized(void);
 
@@ -128,7 +145,11 @@ int tmashmem_device(void);       /* CUDA device ordinal in use, -1 before init *
 
 /* COLLECTIVE. Symmetric allocations: the same offset on every PE. Return NULL on
  * error (see tmashmem_last_error) and for size 0 (not an error). Memory is device
- * memory of this PE's GPU, 256-byte aligned unless a larger alignment is asked. */
+ * memory of this PE's GPU, 256-byte aligned unless a larger alignment is asked.
+ * tmashmem_align's alignment must be a power of two no larger than the heap's allocation
+ * granularity (2 MiB on current GPUs and the emulator); larger is
+ * TMASHMEM_ERROR_INVALID_VALUE. TMASHMEM_HEAP_MAX (and chunk_size) are rounded up to
+ * that granularity, so a heap maximum of 1K holds 2 MiB, the signal pad included. */
 void* tmashmem_malloc(size_t size);
 void* tmashmem_calloc(size_t count, size_t size);
 void* tmashmem_align(size_t alignment, size_t size);
@@ -158,7 +179,9 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx);
 const char* tmashmem_bootstrap_choice(void);
 
 const char* tmashmem_error_string(tmashmem_status_t status);
-/* The calling thread's last error message ("" if none). Valid until the next call. */
+/* The calling thread's last error message ("" if none). Valid until the next call.
+ * Only tmashmem_init clears it: a successful call leaves the message of an earlier
+ * failure in place, so read it only right after a call that failed. */
 const char* tmashmem_last_error(void);
 
 /* ------------------------------------------------------------------------------------ */
