@@ -47,8 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tmashmem_uniqueid_t raw;
     std::memcpy(&raw, data, sizeof raw);
     std::string why;
-    if (tmashmem::uid_valid(raw, &why)) (void)tmashmem::uid_root_text(raw);
-    else require(!why.empty(), "an invalid raw id says why");
+    if (tmashmem::uid_valid(raw, &why))
+      (void)tmashmem::uid_root_text(raw);
+    else
+      require(!why.empty(), "an invalid raw id says why");
   }
   return 0;
 }

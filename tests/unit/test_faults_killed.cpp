@@ -79,18 +79,17 @@ void expect_timeout_naming_victim(const char* what, const std::function<tmashmem
                                   tmashmem_status_t want = TMASHMEM_ERROR_TIMEOUT) {
   const auto start = std::chrono::steady_clock::now();
   const tmashmem_status_t st = call();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string m = tmashmem_last_error();
   std::printf("[PE %d] %s: %s after %.2f s: %s\n", g_rank, what, tmashmem_error_string(st), took,
               m.c_str());
   expect(st == want, std::string(what) + " returned " + tmashmem_error_string(st));
-  if (want == TMASHMEM_ERROR_TIMEOUT)
-  {
+  if (want == TMASHMEM_ERROR_TIMEOUT) {
     // Exactly the dead PE: "PE(s) 3;" or "PE(s) 3 did ...", never a list with live PEs in it.
     const std::string dead = "PE(s) " + std::to_string(g_size - 1);
     expect(contains(m, dead + ";") || contains(m, dead + " "),
-           std::string(what) + "'s message does not name exactly PE " +
-               std::to_string(g_size - 1));
+           std::string(what) + "'s message does not name exactly PE " + std::to_string(g_size - 1));
   }
   expect(took <= kBoundS, std::string(what) + " took " + std::to_string(took) + " s");
 }
@@ -100,8 +99,8 @@ void expect_clean_finalize(int fds_before, int threads_before) {
   if (tmashmem_initialized()) {
     const tmashmem_status_t st = tmashmem_finalize();
     const std::string m = tmashmem_last_error();
-    expect(st == TMASHMEM_ERROR_BOOTSTRAP, std::string("finalize returned ") +
-                                               tmashmem_error_string(st) + ": " + m);
+    expect(st == TMASHMEM_ERROR_BOOTSTRAP,
+           std::string("finalize returned ") + tmashmem_error_string(st) + ": " + m);
     expect(contains(m, "restart the job"), "finalize's message does not say to restart: " + m);
   }
   expect(!tmashmem_initialized(), "still initialised after finalize");
@@ -149,7 +148,8 @@ void row_init(int fds, int threads) {
 void row_malloc(int fds, int threads) {
   if (!start()) return;
   if (victim()) die();
-  expect_timeout_naming_victim("tmashmem_malloc", [] { return null_is_timeout(tmashmem_malloc(4096)); });
+  expect_timeout_naming_victim("tmashmem_malloc",
+                               [] { return null_is_timeout(tmashmem_malloc(4096)); });
   expect_clean_finalize(fds, threads);
 }
 
