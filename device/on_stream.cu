@@ -42,6 +42,17 @@ __global__ void signal_wait_kernel(const uint64_t* sig, Cmp cmp, uint64_t value)
   detail::fence_sc_sys();
 }
 
+// Release builds: the wait returns Status::Timeout at the bound and the outcome goes to
+// *status. Debug builds of the device headers (TMASHMEM_DEVICE_DEBUG) print and trap at the
+// bound instead, which makes the stream's context unusable (a sticky CUDA error).
+__global__ void signal_wait_timeout_kernel(const uint64_t* sig, Cmp cmp, uint64_t value,
+                                           uint64_t timeout_ns, int32_t* status) {
+  const Status outcome = signal_wait_until(sig, cmp, value, timeout_ns);
+  detail::fence_sc_sys();
+  *status = outcome == Status::Ok ? TMASHMEM_SUCCESS : TMASHMEM_ERROR_TIMEOUT;
+  detail::fence_sc_sys();
+}
+
 CudaOutcome outcome(cudaError_t error) {
   CudaOutcome o;
   o.code = static_cast<int>(error);
@@ -103,13 +114,21 @@ CudaOutcome signal_wait(const uint64_t* local, int cmp, uint64_t value, CUstream
   return launched();
 }
 
+CudaOutcome signal_wait_timeout(const uint64_t* local, int cmp, uint64_t value,
+                                uint64_t timeout_ns, int32_t* status, CUstream stream) {
+  forget_earlier_errors();
+  signal_wait_timeout_kernel<<<1, 1, 0, stream>>>(local, static_cast<Cmp>(cmp), value, timeout_ns,
+                                                  status);
+  return launched();
+}
+
 CudaOutcome copy(void* dest, const void* src, size_t bytes, CUstream stream) {
   forget_earlier_errors();
   return finished(cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, stream));
 }
 
-const StreamKernels kKernels = {enter_device, leave_device, barrier_all,
-                                signal_op,    signal_wait,  copy};
+const StreamKernels kKernels = {enter_device, leave_device,        barrier_all, signal_op,
+                                signal_wait,  signal_wait_timeout, copy};
 
 struct Registration {
   Registration() { register_stream_kernels(&kKernels); }

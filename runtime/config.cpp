@@ -19,14 +19,16 @@ std::string setting_value(const char* name) {
 }
 
 bool parse_size(const std::string& text, size_t* bytes) {
-  if (text.empty()) return false;
+  // Digits first: strtoull would skip leading white space and take a sign (" -5" wraps to
+  // 2^64 - 5), neither of which the documented form has.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str() || errno != 0 || text[0] == '-') return false;
+  if (end == text.c_str() || errno != 0) return false;
   std::string unit(end);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit == "IB" || unit == "B") unit.clear();
+  if (unit == "B") unit.clear();  // "iB" alone is no unit
   if (unit.size() == 3 && unit.substr(1) == "IB") unit = unit.substr(0, 1);
   if (unit.size() == 2 && unit[1] == 'B') unit = unit.substr(0, 1);
   int shift = 0;
@@ -61,6 +63,9 @@ std::string Size::expected() {
 bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
 
 bool parse_int(const char* text, long min_value, long max_value, long* out) {
+  // An optional '-' and digits: strtol alone would also take white space and '+'.
+  const char* digits = text[0] == '-' ? text + 1 : text;
+  if (!std::isdigit(static_cast<unsigned char>(digits[0]))) return false;
   char* end = nullptr;
   errno = 0;
   const long value = std::strtol(text, &end, 10);
@@ -88,6 +93,14 @@ bool valid_setting(const char* text) {
   return Type::parse(text, &value);
 }
 
+template <typename Type>
+bool canonical_setting(const char* text, std::string* out) {
+  typename Type::type value{};
+  if (!Type::parse(text, &value)) return false;
+  *out = Type::format(value);
+  return true;
+}
+
 // `name` from the environment into *out; unset or empty keeps *out.
 template <typename Type>
 tmashmem_status_t from_environment(const char* name, typename Type::type* out) {
@@ -101,7 +114,7 @@ tmashmem_status_t from_environment(const char* name, typename Type::type* out) {
 
 // The row of each setting by its Config field: setting::heap_max::type is Size, ...
 namespace setting {
-#define TMASHMEM_SETTING_ROW(field_name, env_name, Type, default_text, help) \
+#define TMASHMEM_SETTING_ROW(field_name, env_name, Type, scope, default_text, help) \
   struct field_name {                                                        \
     using type = Type;                                                       \
     static constexpr const char* name = env_name;                            \
@@ -161,15 +174,16 @@ tmashmem_status_t from_attr(const char* field, const Field& value, typename Row:
 Config::Config() {
   // The defaults are the table's text, parsed as the environment would be
   // (test_config checks that every default parses).
-#define TMASHMEM_DEFAULT(field, name, Type, default_text, help) Type::parse(default_text, &field);
+#define TMASHMEM_DEFAULT(field, name, Type, scope, default_text, help) \
+  Type::parse(default_text, &field);
   TMASHMEM_SETTINGS(TMASHMEM_DEFAULT)
 #undef TMASHMEM_DEFAULT
 }
 
 const std::vector<SettingInfo>& settings() {
   static const std::vector<SettingInfo> table = {
-#define TMASHMEM_SETTING_INFO(field, name, Type, default_text, help) \
-  {name, default_text, help, &valid_setting<Type>, &Type::expected},
+#define TMASHMEM_SETTING_INFO(field, name, Type, scope, default_text, help) \
+  {name, default_text, help, &valid_setting<Type>, &Type::expected, scope, &canonical_setting<Type>},
       TMASHMEM_SETTINGS(TMASHMEM_SETTING_INFO)
 #undef TMASHMEM_SETTING_INFO
   };
@@ -183,9 +197,34 @@ std::string settings_markdown() {
   return out;
 }
 
+namespace {
+
+// `field` when tmashmem_init_attr_t has a field of that name (TMASHMEM_ATTR_SETTINGS), else
+// nullptr.
+const char* attr_field(const char* field) {
+#define TMASHMEM_ATTR_NAME(name) #name,
+  static const char* const names[] = {TMASHMEM_ATTR_SETTINGS(TMASHMEM_ATTR_NAME)};
+#undef TMASHMEM_ATTR_NAME
+  for (const char* name : names)
+    if (std::strcmp(name, field) == 0) return name;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<JobWideSetting> job_wide_settings(const Config& config) {
+  std::vector<JobWideSetting> out;
+#define TMASHMEM_JOB_WIDE(field, name, Type, scope, default_text, help) \
+  if (scope == Scope::Job)                                              \
+    out.push_back({name, attr_field(#field), Type::format(config.field)});
+  TMASHMEM_SETTINGS(TMASHMEM_JOB_WIDE)
+#undef TMASHMEM_JOB_WIDE
+  return out;
+}
+
 tmashmem_status_t load_config(const tmashmem_init_attr_t* attr, Config* out) {
   Config c;
-#define TMASHMEM_FROM_ENVIRONMENT(field, name, Type, default_text, help) \
+#define TMASHMEM_FROM_ENVIRONMENT(field, name, Type, scope, default_text, help) \
   TMASHMEM_TRY(from_environment<Type>(name, &c.field));
   TMASHMEM_SETTINGS(TMASHMEM_FROM_ENVIRONMENT)
 #undef TMASHMEM_FROM_ENVIRONMENT

@@ -55,6 +55,7 @@ namespace tmashmem {
     CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
   X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                               \
   X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))           \
+  X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext*))                                         \
   X(cuStreamWriteValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))         \
   X(cuStreamWaitValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))          \
   X(cuTensorMapEncodeTiled,                                                                      \

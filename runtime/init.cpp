@@ -255,6 +255,7 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   TMASHMEM_TRY(create_bootstrap(options, &rt.bootstrap));
   Bootstrap& bs = *rt.bootstrap;
   set_error_rank(bs.rank());
+  TMASHMEM_TRY(check_settings_agree(bs, rt.config));
 
   // Each step is agreed, so a failure on one PE is an error on all, never a hang.
   tmashmem_status_t st = load_driver();

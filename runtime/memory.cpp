@@ -20,12 +20,13 @@ int local_slot(int pe) {
 }
 
 tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignment, bool zero,
-                                  const std::vector<NamedArg>& extra_args, void** out) {
+                                  const std::vector<NamedArg>& call_args, void** out) {
   *out = nullptr;
   Runtime& rt = runtime();
   TMASHMEM_TRY(require_initialized(call));
-  std::vector<NamedArg> args = {{"size", size}, {"alignment", alignment}};
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  std::vector<NamedArg> args = call_args;
+  if (args.empty()) args.emplace_back("size", size);
+  args.emplace_back("alignment", alignment);
   tmashmem_status_t st = check_symmetric(call, args);
   TMASHMEM_TRY(st);
   if (size == 0) {
@@ -128,14 +129,15 @@ void* tmashmem_calloc(size_t count, size_t size) {
     // Still collective: the other PEs may have passed something else.
     if (require_initialized("tmashmem_calloc") == TMASHMEM_SUCCESS &&
         check_symmetric("tmashmem_calloc",
-                        {{"size", size}, {"alignment", kHeapAlignment}, {"count", count}}) ==
+                        {{"count", count}, {"size", size}, {"alignment", kHeapAlignment}}) ==
             TMASHMEM_SUCCESS)
       set_error(TMASHMEM_ERROR_INVALID_VALUE,
                 "tmashmem_calloc(%zu, %zu): count * size overflows size_t", count, size);
     return nullptr;
   }
   void* out = nullptr;
-  symmetric_alloc("tmashmem_calloc", bytes, kHeapAlignment, true, {{"count", count}}, &out);
+  symmetric_alloc("tmashmem_calloc", bytes, kHeapAlignment, true,
+                  {{"count", count}, {"size", size}}, &out);
   return out;
 }
 

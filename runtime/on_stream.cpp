@@ -128,6 +128,45 @@ tmashmem_status_t check_signal(const char* call, const uint64_t* sig) {
   return TMASHMEM_SUCCESS;
 }
 
+// `stream` checked as far as CUDA lets a check be cheap and safe: the special handles (0,
+// CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are the current context's and are accepted
+// without a driver call; any other handle is asked for its context (cuStreamGetCtx, a host
+// lookup), which must be the runtime's. CUDA leaves a destroyed or made-up handle
+// undefined: the driver reports most as CUDA_ERROR_INVALID_HANDLE or
+// CUDA_ERROR_CONTEXT_IS_DESTROYED, but may also crash in that lookup (tmashmem.h says so).
+tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+    return TMASHMEM_SUCCESS;
+  CUcontext owner = nullptr;
+  const CUresult r = driver().cuStreamGetCtx(stream, &owner);
+  if (r != CUDA_SUCCESS)
+    return cuda_error(r, format_string("%s: cuStreamGetCtx(stream %p)", call,
+                                       static_cast<void*>(stream))
+                             .c_str(),
+                      __FILE__, __LINE__,
+                      "pass a live stream (not destroyed) of the device tmashmem_init chose "
+                      "(tmashmem_device()), or 0 for the default stream");
+  if (owner != rt.context)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: stream %p belongs to CUDA context %p, not to the runtime's context %p "
+                     "(device %d); pass a stream created on device %d (tmashmem_device())",
+                     call, static_cast<void*>(stream), static_cast<void*>(owner),
+                     static_cast<void*>(rt.context), rt.device_ordinal, rt.device_ordinal);
+  return TMASHMEM_SUCCESS;
+}
+
+// The signal and comparison of a wait; *local gets this PE's (checked) address of `sig`.
+tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig, int cmp,
+                             void** local) {
+  TMASHMEM_TRY(check_signal(call, sig));
+  if (cmp < TMASHMEM_CMP_EQ || cmp > TMASHMEM_CMP_LE)
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: cmp %d is not a comparison; pass one of TMASHMEM_CMP_EQ, _NE, _GT, "
+                     "_GE, _LT, _LE (%d..%d)",
+                     call, cmp, TMASHMEM_CMP_EQ, TMASHMEM_CMP_LE);
+  return translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), local);
+}
+
 // Every PE of the job load/store reachable from this one (one node, peer access
 // everywhere): what the device barrier needs (all_reachable of tmashmem/device/ctx.cuh).
 bool every_pe_reachable(const Runtime& rt) {
@@ -167,6 +206,7 @@ tmashmem_status_t barrier_all_on_stream(CUstream stream) {
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(check_stream(rt, call, stream));
     fill_device_ctx(rt, &ctx);
     if (!every_pe_reachable(rt))
       return set_error(
@@ -188,7 +228,8 @@ tmashmem_status_t copy_on_stream(const char* call, bool to_peer, void* dest, con
   int ordinal = -1;
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(check_initialized(call));
+    TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(check_stream(rt, call, stream));
     TMASHMEM_TRY(check_pe(rt, call, pe));
     if (bytes == 0) return TMASHMEM_SUCCESS;
     if (to_peer && src == nullptr)
@@ -221,6 +262,7 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(context.enter(rt, call));
+    TMASHMEM_TRY(check_stream(rt, call, stream));
     if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
     TMASHMEM_TRY(check_pe(rt, call, pe));
     TMASHMEM_TRY(check_signal(call, sig));
@@ -268,14 +310,9 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(context.enter(rt, call));
+    TMASHMEM_TRY(check_stream(rt, call, stream));
     if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
-    TMASHMEM_TRY(check_signal(call, sig));
-    if (cmp < TMASHMEM_CMP_EQ || cmp > TMASHMEM_CMP_LE)
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: cmp %d is not a comparison; pass one of TMASHMEM_CMP_EQ, _NE, _GT, "
-                       "_GE, _LT, _LE (%d..%d)",
-                       call, cmp, TMASHMEM_CMP_EQ, TMASHMEM_CMP_LE);
-    TMASHMEM_TRY(translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), &local));
+    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
     ordinal = rt.device_ordinal;
   }
 
@@ -328,6 +365,49 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
   });
 }
 
+// The bounded wait: always the library's kernel (a stream memory operation cannot time out),
+// which polls with the device wait's deadline and writes its outcome to `status`.
+tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, uint64_t value,
+                                                      uint64_t timeout_ns, int32_t* status,
+                                                      CUstream stream) {
+  const char* call = "tmashmem_signal_wait_until_on_stream_timeout";
+  Runtime& rt = runtime();
+  ContextScope context;
+  void* local = nullptr;
+  int ordinal = -1;
+  {
+    std::lock_guard<std::mutex> lock(rt.mutex);
+    TMASHMEM_TRY(context.enter(rt, call));
+    TMASHMEM_TRY(check_stream(rt, call, stream));
+    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
+    if (timeout_ns == 0)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: timeout_ns is 0; pass a bound > 0 (or use "
+                       "tmashmem_signal_wait_until_on_stream to wait without one)",
+                       call);
+    if (status == nullptr)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: status is NULL; pass an int32_t the GPU can write and the host can "
+                       "read (cudaHostAlloc with cudaHostAllocMapped, or cudaMallocManaged)",
+                       call);
+    if ((reinterpret_cast<uintptr_t>(status) & (sizeof(int32_t) - 1)) != 0)
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: status %p is not 4-byte aligned", call,
+                       static_cast<void*>(status));
+    size_t offset = 0;
+    if (rt.heap.offset_of(status, &offset))
+      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                       "%s: status %p is in the symmetric heap (device memory the host cannot "
+                       "read); pass mapped host or managed memory",
+                       call, static_cast<void*>(status));
+    ordinal = rt.device_ordinal;
+  }
+  return on_device(call, ordinal, "launching the bounded signal-wait kernel",
+                   [&](const StreamKernels& k) {
+                     return k.signal_wait_timeout(static_cast<const uint64_t*>(local), cmp, value,
+                                                  timeout_ns, status, stream);
+                   });
+}
+
 }  // namespace
 
 void register_stream_kernels(const StreamKernels* kernels) { g_kernels = kernels; }
@@ -362,6 +442,13 @@ tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, in
 tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                                        tmashmem_stream_t stream) {
   return signal_wait_until_on_stream(sig, cmp, value, stream);
+}
+
+tmashmem_status_t tmashmem_signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp,
+                                                               uint64_t value, uint64_t timeout_ns,
+                                                               int32_t* status,
+                                                               tmashmem_stream_t stream) {
+  return signal_wait_until_on_stream_timeout(sig, cmp, value, timeout_ns, status, stream);
 }
 
 }  // extern "C"

@@ -82,15 +82,22 @@ using NamedArg = std::pair<std::string, uint64_t>;
 // "" when every PE's value equals PE 0's; else "8192 on PE 1, 16 on PE 3 and 2 more
 // PEs" for the messages of symmetry errors. `values` is indexed by PE.
 std::string describe_differences(const std::vector<uint64_t>& values);
+std::string describe_differences(const std::vector<std::string>& values);
 tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args,
                                   const char* fix = nullptr);
+
+// COLLECTIVE, the first step of init: the Scope::Job settings of runtime/settings.h are
+// all-gathered; a value that differs between PEs is TMASHMEM_ERROR_SYMMETRY on every PE,
+// naming the setting, the PEs and the values (docs/design.md, decision 5).
+tmashmem_status_t check_settings_agree(Bootstrap& bootstrap, const Config& config);
 
 // COLLECTIVE. The allocation path behind malloc/calloc/align and symmetric tensors:
 // checks symmetry, places the block, grows the heap on every PE if needed, zeroes
 // it when asked (then barriers, so no PE writes into a block still being zeroed).
-// `size` 0 gives *out = nullptr and success.
+// `size` 0 gives *out = nullptr and success. The symmetry check compares `call_args` (the
+// call's own arguments, as the caller passed them; empty: {"size", size}), then alignment.
 tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignment, bool zero,
-                                  const std::vector<NamedArg>& extra_args, void** out);
+                                  const std::vector<NamedArg>& call_args, void** out);
 // COLLECTIVE. Frees a block from symmetric_alloc.
 tmashmem_status_t symmetric_free(const char* call, void* ptr);
 

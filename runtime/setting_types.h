@@ -4,6 +4,7 @@
 //                                                      and tmashmem_init_attr_t
 //   static bool parse(const char* text, type* out);    text to a valid value, else false
 //   static std::string expected();                     "<text> is not " + expected()
+//   static std::string format(const type& value);      text that parse() reads back as value
 // A new choice is a struct deriving from ChoiceOf<itself, type> with a `choices` table.
 #pragma once
 
@@ -15,6 +16,9 @@
 
 namespace tmashmem {
 
+// Whether the PEs of one job may hold different values of a setting (runtime/settings.h).
+enum class Scope { Pe, Job };
+
 // "64M", "2G", "4096", "1T" (binary units) -> bytes.
 bool parse_size(const std::string& text, size_t* bytes);
 std::string format_size(size_t bytes);
@@ -25,6 +29,7 @@ struct Size {
   static bool valid(const type& value) { return value > 0; }
   static bool parse(const char* text, type* out);
   static std::string expected();
+  static std::string format(const type& value) { return format_size(value); }
 };
 
 // A decimal integer in [Min, INT32_MAX].
@@ -34,6 +39,7 @@ struct IntAtLeast {
   static bool valid(const type& value) { return value >= Min; }
   static bool parse(const char* text, type* out);
   static std::string expected();
+  static std::string format(const type& value) { return std::to_string(value); }
 };
 using IntAtLeast0 = IntAtLeast<0>;
 using IntAtLeast1 = IntAtLeast<1>;
@@ -47,6 +53,7 @@ struct Text {
     return true;
   }
   static std::string expected() { return "any text"; }
+  static std::string format(const type& value) { return value; }
 };
 
 template <typename Value>
@@ -61,8 +68,11 @@ template <typename Value, size_t N, typename Stored>
 bool is_choice(const Choice<Value> (&choices)[N], const Stored& value);
 template <typename Value, size_t N>
 std::string one_of(const Choice<Value> (&choices)[N]);
+// The first word of `choices` whose value is `value` ("?" when none is).
+template <typename Value, size_t N, typename Stored>
+std::string word_of(const Choice<Value> (&choices)[N], const Stored& value);
 
-// The three functions of a setting chosen from the table Derived::choices (words to values
+// The four functions of a setting chosen from the table Derived::choices (words to values
 // of T).
 template <typename Derived, typename T>
 struct ChoiceOf {
@@ -72,6 +82,7 @@ struct ChoiceOf {
     return parse_choice(Derived::choices, text, out);
   }
   static std::string expected() { return one_of(Derived::choices); }
+  static std::string format(const type& value) { return word_of(Derived::choices, value); }
 };
 
 // on/off, 1/0.
@@ -145,6 +156,13 @@ bool is_choice(const Choice<Value> (&choices)[N], const Stored& value) {
   for (const Choice<Value>& c : choices)
     if (value == Stored(c.value)) return true;
   return false;
+}
+
+template <typename Value, size_t N, typename Stored>
+std::string word_of(const Choice<Value> (&choices)[N], const Stored& value) {
+  for (const Choice<Value>& c : choices)
+    if (value == Stored(c.value)) return c.word;
+  return "?";
 }
 
 template <typename Value, size_t N>

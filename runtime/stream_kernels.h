@@ -35,6 +35,11 @@ struct StreamKernels {
   CudaOutcome (*signal_op)(uint64_t* remote, uint64_t value, int op, CUstream stream);
   // One thread: waits until `*local <cmp> value`, then a system fence.
   CudaOutcome (*signal_wait)(const uint64_t* local, int cmp, uint64_t value, CUstream stream);
+  // One thread: waits at most timeout_ns (GPU global timer) until `*local <cmp> value`,
+  // then a system fence, then writes TMASHMEM_SUCCESS or TMASHMEM_ERROR_TIMEOUT to *status
+  // (mapped host or managed memory) and fences again so the host sees it after a sync.
+  CudaOutcome (*signal_wait_timeout)(const uint64_t* local, int cmp, uint64_t value,
+                                     uint64_t timeout_ns, int32_t* status, CUstream stream);
   // cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, stream).
   CudaOutcome (*copy)(void* dest, const void* src, size_t bytes, CUstream stream);
 };

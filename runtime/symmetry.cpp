@@ -1,5 +1,6 @@
 // The symmetry check of every collective call (docs/design.md, decision 5): the call's
 // name and all of its named arguments, compared across PEs.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -31,17 +32,51 @@ uint64_t argument(const std::vector<CallRecord>& heads, const std::vector<uint64
 
 }  // namespace
 
-std::string describe_differences(const std::vector<uint64_t>& values) {
+std::string describe_differences(const std::vector<std::string>& values) {
   std::string differing;
   int count = 0;
   for (size_t pe = 1; pe < values.size(); ++pe) {
     if (values[pe] == values[0]) continue;
     if (++count <= 4)
-      differing += format_string("%s%llu on PE %zu", count > 1 ? ", " : "",
-                                 static_cast<unsigned long long>(values[pe]), pe);
+      differing += format_string("%s%s on PE %zu", count > 1 ? ", " : "", values[pe].c_str(), pe);
   }
   if (count > 4) differing += format_string(" and %d more PEs", count - 4);
   return differing;
+}
+
+std::string describe_differences(const std::vector<uint64_t>& values) {
+  std::vector<std::string> text;
+  for (uint64_t v : values) text.push_back(std::to_string(v));
+  return describe_differences(text);
+}
+
+tmashmem_status_t check_settings_agree(Bootstrap& bs, const Config& config) {
+  // One fixed-size text cell per Scope::Job setting: every PE gathers the same bytes.
+  constexpr size_t kCell = 48;
+  const std::vector<JobWideSetting> mine = job_wide_settings(config);
+  const size_t n_pes = static_cast<size_t>(bs.size());
+  std::vector<char> cells(mine.size() * kCell, '\0');
+  for (size_t i = 0; i < mine.size(); ++i)
+    std::snprintf(&cells[i * kCell], kCell, "%s", mine[i].value.c_str());
+  std::vector<char> all(n_pes * cells.size());
+  TMASHMEM_TRY(bs.allgather(cells.data(), all.data(), cells.size()));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    std::vector<std::string> values;
+    for (size_t pe = 0; pe < n_pes; ++pe)
+      values.emplace_back(&all[pe * cells.size() + i * kCell]);
+    const std::string differing = describe_differences(values);
+    if (differing.empty()) continue;
+    const std::string attr =
+        mine[i].attr_field
+            ? format_string(" (and tmashmem_init_attr_t.%s, where set)", mine[i].attr_field)
+            : std::string();
+    return set_error(TMASHMEM_ERROR_SYMMETRY,
+                     "tmashmem_init: %s must be the same on every PE, but it is %s on PE 0 and "
+                     "%s; give every PE the same %s%s",
+                     mine[i].name, values[0].c_str(), differing.c_str(), mine[i].name,
+                     attr.c_str());
+  }
+  return TMASHMEM_SUCCESS;
 }
 
 tmashmem_status_t check_symmetric(const char* call, const std::vector<NamedArg>& args,

@@ -12,6 +12,8 @@ command -v ninja >/dev/null || need+=(ninja-build)
 command -v g++ >/dev/null || need+=(g++)
 command -v mpicc >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v python3 >/dev/null || need+=(python3)  # the perf scripts' test
+# CI's fuzzers (tools/run-fuzzers.sh) need clang with libFuzzer.
+[ "${TMASHMEM_SETUP_CLANG:-${CI:-}}" ] && { command -v clang++ >/dev/null || need+=(clang); }
 [ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_all.hpp ] ||
   [ -e /usr/local/include/catch2/catch_all.hpp ] || need+=(catch2)
 if [ ${#need[@]} -gt 0 ]; then

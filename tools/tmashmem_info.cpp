@@ -108,8 +108,13 @@ int main(int argc, char** argv) {
   std::printf("Settings (environment; tmashmem_init_attr overrides):\n");
   for (const SettingInfo& s : settings()) {
     std::string value = setting_value(s.name);
-    std::printf("  %-30s = %-10s (default %s)\n      %s\n", s.name,
-                value.empty() ? s.default_value : value.c_str(), s.default_value, s.help);
+    std::printf("  %-30s = %-10s (default %s)%s\n      %s\n", s.name,
+                value.empty() ? s.default_value : value.c_str(), s.default_value,
+                s.scope == Scope::Job ? " [same on every PE]" : "", s.help);
+    // An unset or empty variable takes the default; anything else must parse.
+    if (!value.empty() && !s.valid(value.c_str()))
+      std::printf("      INVALID: \"%s\" is not %s; tmashmem_init would fail\n", value.c_str(),
+                  s.expected().c_str());
   }
   if (!config_ok) std::printf("  ERROR: %s\n", tmashmem_last_error());
   print_devices(config, all);

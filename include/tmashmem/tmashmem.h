@@ -113,10 +113,27 @@ void tmashmem_init_attr_set_defaults(tmashmem_init_attr_t* attr);
  * the attr's field names one: NCCL when the attr carries nccl_comm; MPI when the attr
  * carries mpi_comm, MPI is initialised, or an MPI launcher started the process
  * (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ...) and the build has MPI; the unique-id
- * bootstrap when an id is given (attr or TMASHMEM_BOOTSTRAP_UID); else single. */
+ * bootstrap when an id is given (attr or TMASHMEM_BOOTSTRAP_UID); else single.
+ * tmashmem_init_attr(NULL) is tmashmem_init(): the environment and the defaults.
+ * Settings marked "same on every PE" (tmashmem-info; docs/reliability.md) are compared
+ * first: a PE with another value fails init on every PE with TMASHMEM_ERROR_SYMMETRY
+ * naming the setting, the PEs and the values. A second init without finalize is
+ * TMASHMEM_ERROR_ALREADY_INITIALIZED and changes nothing. When MPI is the bootstrap and
+ * not yet initialised, init calls MPI_Init_thread itself and MPI_Finalize runs at process
+ * exit (atexit), not in tmashmem_finalize, so that init may be called again; a program
+ * that calls MPI_Init itself also calls MPI_Finalize, after tmashmem_finalize. Every
+ * blocking step is bounded by TMASHMEM_BOOTSTRAP_TIMEOUT_MS: a PE that dies or never
+ * arrives is TMASHMEM_ERROR_TIMEOUT on the others, naming it. */
 tmashmem_status_t tmashmem_init(void);
 tmashmem_status_t tmashmem_init_attr(const tmashmem_init_attr_t* attr);
-/* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards. */
+/* COLLECTIVE. Unmaps and releases everything; safe to call init again afterwards.
+ * Allocations and tensors still alive are released with the heap (a tensor handle
+ * stays a host object until tmashmem_tensor_destroy). After a timeout or any bootstrap
+ * failure the PEs are out of step: finalize still releases this PE's resources but
+ * returns TMASHMEM_ERROR_BOOTSTRAP ("... restart the job"); the job cannot continue
+ * with tmashmem and should exit. Under mpirun, Open MPI 4.1 aborts the whole job as soon
+ * as a rank dies (before any PE's timeout can report it) unless started with
+ * `--mca orte_abort_on_non_zero_status 0` (docs/reliability.md). */
 tmashmem_status_t tmashmem_finalize(void);
 int tmashmem_initialized(void);
 
@@ -128,7 +145,11 @@ int tmashmem_device(void);       /* CUDA device ordinal in use, -1 before init *
 
 /* COLLECTIVE. Symmetric allocations: the same offset on every PE. Return NULL on
  * error (see tmashmem_last_error) and for size 0 (not an error). Memory is device
- * memory of this PE's GPU, 256-byte aligned unless a larger alignment is asked. */
+ * memory of this PE's GPU, 256-byte aligned unless a larger alignment is asked.
+ * tmashmem_align's alignment must be a power of two no larger than the heap's allocation
+ * granularity (2 MiB on current GPUs and the emulator); larger is
+ * TMASHMEM_ERROR_INVALID_VALUE. TMASHMEM_HEAP_MAX (and chunk_size) are rounded up to
+ * that granularity, so a heap maximum of 1K holds 2 MiB, the signal pad included. */
 void* tmashmem_malloc(size_t size);
 void* tmashmem_calloc(size_t count, size_t size);
 void* tmashmem_align(size_t alignment, size_t size);
@@ -164,7 +185,9 @@ tmashmem_status_t tmashmem_device_ctx(tmashmem_ctx_t* ctx);
 const char* tmashmem_bootstrap_choice(void);
 
 const char* tmashmem_error_string(tmashmem_status_t status);
-/* The calling thread's last error message ("" if none). Valid until the next call. */
+/* The calling thread's last error message ("" if none). Valid until the next call.
+ * Only tmashmem_init clears it: a successful call leaves the message of an earlier
+ * failure in place, so read it only right after a call that failed. */
 const char* tmashmem_last_error(void);
 
 /* ------------------------------------------------------------------------------------ */
@@ -181,7 +204,15 @@ const char* tmashmem_last_error(void);
  * in which case the later call's own work fails with it too.
  *
  * `stream` is a cudaStream_t (or CUstream) of the device tmashmem_init chose
- * (tmashmem_device()); 0 is the legacy default stream. The library launches its
+ * (tmashmem_device()); 0 is the legacy default stream. What is checked: 0,
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (cudaStreamLegacy, cudaStreamPerThread) are
+ * accepted as the current context's streams; any other handle is asked for its context
+ * (cuStreamGetCtx, a host-side lookup without synchronisation), and a stream of another
+ * context or device is TMASHMEM_ERROR_INVALID_VALUE naming both, a handle the driver
+ * rejects is TMASHMEM_ERROR_CUDA naming cuStreamGetCtx and its error. What is not: CUDA
+ * leaves a destroyed or made-up stream handle undefined, so such a handle may also crash
+ * inside the driver's lookup (or name a newer stream that reuses its address); the
+ * library cannot tell it from a live one. The library launches its
  * small kernels through its own copy of the CUDA runtime, in the device's primary
  * context, so streams created by the application's runtime or driver API work.
  *
@@ -265,6 +296,28 @@ tmashmem_status_t tmashmem_signal_op_on_stream(uint64_t* sig, uint64_t value, in
  * wait on one thread of the GPU with the exact unsigned comparison (in [0, 2^64)). */
 tmashmem_status_t tmashmem_signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                                        tmashmem_stream_t stream);
+
+/* The bounded form: holds the stream until `*sig <cmp> value` (exact unsigned comparison)
+ * or until at least `timeout_ns` nanoseconds (> 0; the GPU's global timer) have passed,
+ * whichever is first, then writes the outcome to `*status`: TMASHMEM_SUCCESS when the
+ * comparison held (acquire, as above), TMASHMEM_ERROR_TIMEOUT when the bound passed first.
+ * The stream continues either way: its later work runs after a timeout too, so read
+ * `*status` after synchronising the stream (or an event after the call) before trusting
+ * data the signal guards. `status` must be a 4-byte aligned int32_t the GPU can write and
+ * the host can read: mapped pinned host memory (cudaHostAlloc(..., cudaHostAllocMapped))
+ * or managed memory, not the symmetric heap (refused). The wait never uses a stream
+ * memory operation (cuStreamWaitValue64 has no bound): it is always one GPU thread that
+ * polls (one resident block for the whole wait, and a clock read every 64 bursts of
+ * polls), so it costs a kernel launch and an SM slot that the unbounded EQ/GE/GT form
+ * does not. Debug builds of the device headers (TMASHMEM_DEVICE_DEBUG, see
+ * include/tmashmem/device/signal.cuh) print the wait and trap at the bound instead,
+ * which leaves the CUDA context unusable (a sticky error at the next synchronisation).
+ * Argument checks as for tmashmem_signal_wait_until_on_stream, plus timeout_ns > 0 and
+ * `status`; errors are returned without enqueueing anything. */
+tmashmem_status_t tmashmem_signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp,
+                                                               uint64_t value, uint64_t timeout_ns,
+                                                               int32_t* status,
+                                                               tmashmem_stream_t stream);
 
 #ifdef __cplusplus
 }

@@ -4,13 +4,15 @@
 // captured into a CUDA graph and replayed with new data each time; every signal
 // operation and the comparisons with and without a stream-memory-op form, captured
 // and replayed with fresh values, checking which form the graph holds; the on-stream
-// barrier interleaved with device barriers (they share the signal pad's counters).
+// barrier interleaved with device barriers (they share the signal pad's counters); the
+// bounded wait (tmashmem_signal_wait_until_on_stream_timeout) timing out and succeeding.
 //
 // CMake runs this program twice per PE count: as is (stream memory operations where
 // the device has them) and with TMASHMEM_STREAM_MEM_OPS=0 (the kernels everywhere).
 #include <cuda.h>
 #include <strings.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -540,4 +542,42 @@ TEST_CASE("on-stream barrier interleaved with device barriers: shared counters s
     }
   CHECK(all_ranks(ok));
   cudaFree(status);
+}
+
+TEST_CASE("bounded on-stream wait: unsatisfied times out within the bound, satisfied succeeds") {
+  Session s;
+  REQUIRE(all_ranks(s.ok));
+  auto* sig = static_cast<uint64_t*>(tmashmem_calloc(2, sizeof(uint64_t)));
+  REQUIRE(all_ranks(sig != nullptr));
+  int32_t* status = nullptr;  // written by the GPU, read by the host after the sync
+  cudaStream_t stream = nullptr;
+  bool ok = GPU_TEST_CUDA(cudaHostAlloc(&status, 2 * sizeof(int32_t), cudaHostAllocMapped)) &&
+            GPU_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  REQUIRE(all_ranks(ok));
+  status[0] = status[1] = -1;
+  const int next = (s.me + 1) % s.n;
+  constexpr uint64_t kBoundNs = 200ull * 1000 * 1000;  // 200 ms
+  // Nothing ever writes sig[0] = 1: the wait must give up at the bound (plus launch and
+  // clock-read granularity; 2 s is far above both), and the stream must go on.
+  const auto start = std::chrono::steady_clock::now();
+  ok &= GPU_TEST_TM(tmashmem_signal_wait_until_on_stream_timeout(sig, TMASHMEM_CMP_EQ, 1, kBoundNs,
+                                                                 &status[0], stream));
+  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(status[0] == TMASHMEM_ERROR_TIMEOUT);
+  CHECK(waited_s >= 0.2);
+  CHECK(waited_s < 2.0);
+  // The previous PE sets sig[1] on this PE; the bounded wait sees it and reports success.
+  ok &= GPU_TEST_TM(tmashmem_barrier_all_on_stream(stream));
+  ok &= GPU_TEST_TM(tmashmem_signal_op_on_stream(sig + 1, 7, TMASHMEM_SIGNAL_SET, next, stream));
+  ok &= GPU_TEST_TM(tmashmem_signal_wait_until_on_stream_timeout(
+      sig + 1, TMASHMEM_CMP_GE, 7, 10ull * 1000 * 1000 * 1000, &status[1], stream));
+  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
+  CHECK(status[1] == TMASHMEM_SUCCESS);
+  CHECK(all_ranks(ok));
+  ok &= sync_and_barrier();
+  cudaStreamDestroy(stream);
+  cudaFreeHost(status);
+  tmashmem_free(sig);
 }

@@ -277,3 +277,26 @@ TEST_CASE("multicast gate: kill switches and the user setting each turn it off")
   CHECK_FALSE(multicast_allowed(c, true, &why));
   CHECK(why.find("TMASHMEM_MULTICAST") != std::string::npos);
 }
+
+// Found by tests/fuzz/fuzz_settings.cpp (corpus regression_*): strtol/strtoull skip white
+// space and take a sign, so " -5" was a heap of 2^64 - 5 bytes and "\v2" a timeout of 2;
+// and "4iB" (no unit letter) was 4 bytes.
+TEST_CASE("config: numbers start with a digit (or '-' for integers): no space, no '+'") {
+  size_t bytes = 0;
+  for (const char* text : {" -5", " 5", "\t64M", "+5", "-5", "\v2", "4iB", "4ib"}) {
+    INFO("size \"" << text << "\"");
+    CHECK_FALSE(parse_size(text, &bytes));
+  }
+  long value = 0;
+  for (const char* text : {" 5", "\v2", "+5", "- 5", "", "-"}) {
+    INFO("integer \"" << text << "\"");
+    CHECK_FALSE(parse_int(text, -100, 100, &value));
+  }
+  CHECK(parse_int("-5", -100, 100, &value));
+  CHECK(value == -5);
+  CHECK(parse_size("5", &bytes));
+  CHECK(bytes == 5);
+  Config c;
+  EnvGuard g("TMASHMEM_HEAP_MAX", " -5");
+  CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
+}

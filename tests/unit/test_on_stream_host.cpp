@@ -45,8 +45,9 @@ bool no_kernels(tmashmem_status_t got, const char* call) {
   return failed_with(got, TMASHMEM_ERROR_NOT_SUPPORTED, {call, "no device library"});
 }
 
-// Any non-null handle: the emulator has no streams and runs each operation in the call.
-tmashmem_stream_t some_stream() { return reinterpret_cast<tmashmem_stream_t>(uintptr_t(0x5000)); }
+// A live stream of the runtime's device (the on-stream calls check that the stream belongs to
+// the runtime's context).
+tmashmem_stream_t some_stream() { return emu::create_stream(tmashmem_device()); }
 
 emu::Options quick_waits(bool mem_ops_64 = true) {
   emu::Options o;
@@ -312,4 +313,105 @@ TEST_CASE("on-stream host: the signal calls leave the thread's current context a
   CHECK(*sig == 9);
   CHECK(tmashmem_barrier_all() == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(sig) == TMASHMEM_SUCCESS);
+}
+
+TEST_CASE("on-stream host: destroyed, made-up and foreign streams are refused before enqueueing") {
+  emu::Options o = quick_waits();
+  o.device_count = 2;  // a stream of the other device belongs to another context
+  EmulatedRuntime rt(o);
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
+  auto* sym = static_cast<uint64_t*>(tmashmem_calloc(8, sizeof(uint64_t)));
+  REQUIRE(all_ranks(sym != nullptr));
+  uint64_t local[8] = {0};
+  const int peer = (me + 1) % n;
+  // (Created before the destroyed one, so that it cannot reuse that handle's address.)
+  tmashmem_stream_t foreign = emu::create_stream(1 - tmashmem_device());
+  tmashmem_stream_t destroyed = emu::create_stream(tmashmem_device());
+  emu::destroy_stream(destroyed);
+  const auto made_up = reinterpret_cast<tmashmem_stream_t>(uintptr_t(0x5000));
+  int32_t status = -1;
+  // Each result is checked right after its call, while the message is still its own.
+  auto check_all = [&](tmashmem_stream_t s, tmashmem_status_t want,
+                       std::initializer_list<const char*> parts) {
+    int bad = 0;
+    const char* names[] = {"tmashmem_barrier_all_on_stream",
+                           "tmashmem_putmem_on_stream",
+                           "tmashmem_getmem_on_stream",
+                           "tmashmem_signal_op_on_stream",
+                           "tmashmem_signal_wait_until_on_stream",
+                           "tmashmem_signal_wait_until_on_stream_timeout"};
+    for (int i = 0; i < 6; ++i) {
+      tmashmem_status_t got = TMASHMEM_SUCCESS;
+      switch (i) {
+        case 0: got = tmashmem_barrier_all_on_stream(s); break;
+        case 1: got = tmashmem_putmem_on_stream(sym, local, 8, peer, s); break;
+        case 2: got = tmashmem_getmem_on_stream(local, sym, 8, peer, s); break;
+        case 3: got = tmashmem_signal_op_on_stream(sym, 1, TMASHMEM_SIGNAL_SET, peer, s); break;
+        case 4: got = tmashmem_signal_wait_until_on_stream(sym, TMASHMEM_CMP_EQ, 0, s); break;
+        default:
+          got = tmashmem_signal_wait_until_on_stream_timeout(sym, TMASHMEM_CMP_EQ, 0, 1000,
+                                                             &status, s);
+      }
+      bool ok = failed_with(got, want, parts) && contains(tmashmem_last_error(), names[i]);
+      if (!ok) std::printf("  (call %s)\n", names[i]);
+      bad += ok ? 0 : 1;
+    }
+    return bad == 0;
+  };
+  CHECK(check_all(destroyed, TMASHMEM_ERROR_CUDA, {"cuStreamGetCtx", "CUDA_ERROR_INVALID_HANDLE"}));
+  CHECK(check_all(made_up, TMASHMEM_ERROR_CUDA, {"cuStreamGetCtx", "CUDA_ERROR_INVALID_HANDLE"}));
+  CHECK(check_all(foreign, TMASHMEM_ERROR_INVALID_VALUE,
+                  {"belongs to CUDA context", "tmashmem_device()"}));
+  // Nothing was enqueued: no signal changed anywhere, and the timed wait wrote no status.
+  CHECK(tmashmem_barrier_all() == TMASHMEM_SUCCESS);
+  for (int i = 0; i < 8; ++i) CHECK(sym[i] == 0);
+  CHECK(status == -1);
+  // The special handles pass the stream check (and then reach the kernel path, absent here).
+  for (tmashmem_stream_t s : {static_cast<tmashmem_stream_t>(nullptr),
+                              reinterpret_cast<tmashmem_stream_t>(CU_STREAM_LEGACY),
+                              reinterpret_cast<tmashmem_stream_t>(CU_STREAM_PER_THREAD),
+                              some_stream()})
+    CHECK(no_kernels(tmashmem_barrier_all_on_stream(s), "tmashmem_barrier_all_on_stream"));
+  CHECK(tmashmem_free(sym) == TMASHMEM_SUCCESS);
+}
+
+TEST_CASE("on-stream host: the bounded wait checks its arguments, then needs the kernels") {
+  const char* call = "tmashmem_signal_wait_until_on_stream_timeout";
+  int32_t status = -1;
+  uint64_t x = 0;
+  CHECK(tmashmem_signal_wait_until_on_stream_timeout(&x, TMASHMEM_CMP_EQ, 1, 1000, &status,
+                                                     nullptr) == TMASHMEM_ERROR_NOT_INITIALIZED);
+  CHECK(contains(tmashmem_last_error(), call));
+  EmulatedRuntime rt(quick_waits());
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  auto* sym = static_cast<uint64_t*>(tmashmem_calloc(8, sizeof(uint64_t)));
+  REQUIRE(all_ranks(sym != nullptr));
+  auto wait = [&](uint64_t* sig, int cmp, uint64_t timeout_ns, int32_t* st) {
+    return tmashmem_signal_wait_until_on_stream_timeout(sig, cmp, 1, timeout_ns, st, nullptr);
+  };
+  CHECK(failed_with(wait(sym, TMASHMEM_CMP_EQ, 0, &status), TMASHMEM_ERROR_INVALID_VALUE,
+                    {call, "timeout_ns is 0", "tmashmem_signal_wait_until_on_stream"}));
+  CHECK(failed_with(wait(sym, TMASHMEM_CMP_EQ, 1000, nullptr), TMASHMEM_ERROR_INVALID_VALUE,
+                    {call, "status is NULL", "cudaHostAllocMapped"}));
+  auto* odd = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(&status) + 1);
+  CHECK(failed_with(wait(sym, TMASHMEM_CMP_EQ, 1000, odd), TMASHMEM_ERROR_INVALID_VALUE,
+                    {call, "not 4-byte aligned"}));
+  CHECK(failed_with(wait(sym, TMASHMEM_CMP_EQ, 1000, reinterpret_cast<int32_t*>(sym + 1)),
+                    TMASHMEM_ERROR_INVALID_VALUE, {call, "in the symmetric heap"}));
+  CHECK(failed_with(wait(sym, 9, 1000, &status), TMASHMEM_ERROR_INVALID_VALUE, {call, "cmp 9"}));
+  CHECK(failed_with(wait(nullptr, TMASHMEM_CMP_EQ, 1000, &status), TMASHMEM_ERROR_INVALID_VALUE,
+                    {call, "sig is NULL"}));
+  CHECK(failed_with(wait(&x, TMASHMEM_CMP_EQ, 1000, &status), TMASHMEM_ERROR_INVALID_VALUE,
+                    {call, "symmetric heap"}));
+  CHECK(failed_with(wait(reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(sym) + 4),
+                         TMASHMEM_CMP_EQ, 1000, &status),
+                    TMASHMEM_ERROR_INVALID_VALUE, {call, "aligned"}));
+  // Valid arguments: always the kernel path (even for EQ, which the unbounded form would
+  // give to a stream memory operation), absent in this build.
+  for (int cmp = TMASHMEM_CMP_EQ; cmp <= TMASHMEM_CMP_LE; ++cmp)
+    CHECK(no_kernels(wait(sym, cmp, 1000, &status), call));
+  CHECK(status == -1);
+  CHECK(tmashmem_barrier_all() == TMASHMEM_SUCCESS);
+  CHECK(tmashmem_free(sym) == TMASHMEM_SUCCESS);
 }

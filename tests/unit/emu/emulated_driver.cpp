@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +102,8 @@ struct State {
   std::map<uintptr_t, bool> multicast_windows;  // reservations that held a multicast mapping
   std::array<int, 16> multicast_step_calls{};   // by MulticastStep, for injected failures
   std::vector<std::string> multicast_log;
+  std::map<CUstream, int> streams;               // create_stream's live streams -> device
+  int mem_creates = 0;                           // cuMemCreate calls so far
 };
 
 // One mutex around everything: the runtime may call the driver from several threads, and
@@ -747,6 +750,7 @@ CUresult emu_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAlloc
 CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
                          const CUmemAllocationProp* prop, unsigned long long flags) {
   EMU_ENTER();
+  if (++s.mem_creates == s.options.kill_at_mem_create) ::raise(SIGKILL);
   if (!handle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = check_prop(s, prop);
   if (r != CUDA_SUCCESS) return r;
@@ -1296,6 +1300,24 @@ bool wait_condition_holds(uint64_t seen, uint64_t value, unsigned type) {
   }
 }
 
+// The special handles name the current context's streams; other handles must be live
+// streams of create_stream (a destroyed or made-up one is CUDA_ERROR_INVALID_HANDLE, where
+// libcuda's behaviour is undefined).
+CUresult emu_cuStreamGetCtx(CUstream stream, CUcontext* context) {
+  EMU_ENTER();
+  if (!context) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    if (t_current.generation != s.generation || t_current.context == nullptr)
+      return CUDA_ERROR_INVALID_CONTEXT;
+    *context = t_current.context;
+    return CUDA_SUCCESS;
+  }
+  auto it = s.streams.find(stream);
+  if (it == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *context = context_of(it->second);
+  return CUDA_SUCCESS;
+}
+
 CUresult emu_cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                                   unsigned int flags) {
   EMU_ENTER();
@@ -1579,7 +1601,10 @@ void install(const Options& options) {
     std::lock_guard<std::mutex> lock(g_mutex);
     // A previous emulator with live objects is leaked on purpose: the runtime or a test may
     // still hold pointers into its mappings, which must stay valid.
-    if (g_state && state_is_empty(*g_state)) delete g_state;
+    if (g_state && state_is_empty(*g_state)) {
+      for (const auto& stream : g_state->streams) delete reinterpret_cast<char*>(stream.first);
+      delete g_state;
+    }
     g_state = new State();
     g_state->options = o;
     g_state->generation = ++g_generation;
@@ -1590,6 +1615,20 @@ void install(const Options& options) {
 }
 
 void uninstall() { install_driver(nullptr); }
+
+CUstream create_stream(int device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_state || !valid_device(*g_state, device))
+    throw std::invalid_argument("tmashmem::emu::create_stream: no such device");
+  auto stream = reinterpret_cast<CUstream>(new char);
+  g_state->streams[stream] = device;
+  return stream;
+}
+
+void destroy_stream(CUstream stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_state && g_state->streams.erase(stream)) delete reinterpret_cast<char*>(stream);
+}
 
 Counts counts() {
   std::lock_guard<std::mutex> lock(g_mutex);

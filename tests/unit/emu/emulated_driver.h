@@ -134,6 +134,9 @@ struct Options {
   size_t multicast_recommended_granularity = size_t(2) << 20;  // RECOMMENDED: multiple of it
   MulticastStep multicast_fail = MulticastStep::None;  // that step fails with
   int multicast_fail_call = 1;  // CUDA_ERROR_NOT_PERMITTED on its Nth call here (1 = first)
+  // N > 0: the process's Nth cuMemCreate of this install raises SIGKILL (the fault tests'
+  // PE that dies inside a heap growth step); 0: never.
+  int kill_at_mem_create = 0;
 };
 
 constexpr int kMaxDevices = 64;
@@ -155,6 +158,12 @@ void install(const Options& options = Options());
 // install_driver(nullptr). Frees nothing that is still live, so that memory a test leaked
 // stays readable and counts() still reports the leak after uninstall.
 void uninstall();
+
+// A stream of `device` that cuStreamGetCtx knows (the emulator runs nothing asynchronously,
+// so streams are only names); destroy_stream forgets it, and cuStreamGetCtx then returns
+// CUDA_ERROR_INVALID_HANDLE for it, as for any handle the emulator never made.
+CUstream create_stream(int device);
+void destroy_stream(CUstream stream);
 
 // The origin string of the installed table (DriverApi::origin).
 constexpr const char* kOrigin = "tmashmem-emu";
