@@ -7,7 +7,11 @@
 set -uo pipefail
 mpiexec=$1 program=$2 np=$3 row=$4
 shift 4
-out=$(timeout 100 "$mpiexec" "$@" --mca orte_abort_on_non_zero_status 0 -np "$np" "$program" "$row" 2>&1)
+# Survivors meet in this directory before they exit (see the end of test_faults_killed.cpp).
+done_dir=$(mktemp -d)
+trap 'rm -rf "$done_dir"' EXIT
+out=$(TMASHMEM_TEST_DONE_DIR=$done_dir timeout 100 "$mpiexec" "$@" -x TMASHMEM_TEST_DONE_DIR \
+  --mca orte_abort_on_non_zero_status 0 -np "$np" "$program" "$row" 2>&1)
 echo "$out"
 passed=$(grep -cE "^row $row: PE [0-9]+ passed" <<<"$out")
 if grep -qE "^row $row: PE [0-9]+ FAILED" <<<"$out" || [ "$passed" -ne $((np - 1)) ]; then

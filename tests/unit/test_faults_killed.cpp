@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -234,6 +235,16 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   // The verdict is the printed line. Exit 0 without MPI_Finalize (which may wait on the dead
   // rank's requests): with orte_abort_on_non_zero_status 0, Open MPI 4.1's mpiexec never
-  // returns once a survivor exits non-zero after another rank was killed.
+  // returns once a survivor exits non-zero after another rank was killed. A rank that exits
+  // without MPI_Finalize makes mpiexec kill the rest, so each survivor first waits (bounded)
+  // until every survivor has written its verdict: a file per survivor in the directory
+  // run_killed_pe.sh names.
+  if (const char* dir = std::getenv("TMASHMEM_TEST_DONE_DIR")) {
+    const std::string mine = std::string(dir) + "/done." + std::to_string(g_rank);
+    if (FILE* f = std::fopen(mine.c_str(), "w")) std::fclose(f);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (count_entries(dir) - 2 < g_size - 1 && std::chrono::steady_clock::now() < give_up)
+      usleep(20000);
+  }
   _exit(0);
 }
