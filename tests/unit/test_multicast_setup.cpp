@@ -340,7 +340,18 @@ TEST_CASE("multicast: the gate: any condition that stops it means no multicast c
     const bool set_here = c.env && (c.env_rank < 0 || c.env_rank == me);
     EnvGuard env(set_here ? c.env : "TMASHMEM_TEST_UNUSED", set_here ? c.env_value : nullptr);
     long calls = -1;
-    {
+    // TMASHMEM_MULTICAST must agree (Scope::Job in runtime/settings.h): PEs that disagree are
+    // refused by init's settings check, before any multicast call.
+    const bool disagree = n > 1 && std::strcmp(c.reason, "disagree") == 0;
+    if (disagree) {
+      EmulatedRuntime rt(o);
+      INFO(c.name);
+      CHECK(all_ranks(rt.status == TMASHMEM_ERROR_SYMMETRY));
+      CHECK(contains(rt.message, "TMASHMEM_MULTICAST"));
+      calls = emu::counts().multicast_calls;
+      CHECK(calls == 0);
+      CHECK(emu::multicast_log().empty());
+    } else {
       EmulatedRuntime rt(o);
       INFO(c.name);
       REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
