@@ -98,13 +98,14 @@ TEST_CASE("faults: finalize with allocations and a tensor outstanding releases e
   CHECK(c.open_memfds == 0);
   CHECK(open_fd_count() == fds_before);
   // The tensor handle outlives finalize as a host object only (tensor.h): using it is an
-  // error naming the cause, destroying it frees the rest.
+  // error, and tmashmem_tensor_destroy under a later init frees the rest.
   CHECK(tmashmem_tensor_data(t) == nullptr);
   // A new init starts clean, and the old pointers are not its blocks.
   REQUIRE(all_ranks(tmashmem_init_attr(&attr) == TMASHMEM_SUCCESS));
   CHECK(tmashmem_free(b) == TMASHMEM_ERROR_INVALID_VALUE);
+  // The stale handle is refused (naming finalize) and its host part released (test_tensor).
+  CHECK(tmashmem_tensor_destroy(t) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(tmashmem_finalize() == TMASHMEM_SUCCESS);
-  tmashmem_tensor_destroy(t);
   emu::uninstall();
 }
 
