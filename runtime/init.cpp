@@ -1,4 +1,6 @@
 // tmashmem_init / tmashmem_finalize: bootstrap, driver, device, peers, heap.
+// Over 450 lines on purpose: init is one ordered sequence of steps, each ending in an
+// agreement the next relies on; split, the order would be spread over files.
 #include <unistd.h>
 
 #include <chrono>

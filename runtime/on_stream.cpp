@@ -11,6 +11,8 @@
 //
 // Stream memory operations go through the runtime's driver table (runtime/driver.h) in the
 // runtime's context, made current for the duration of the signal calls (ContextScope).
+// Over 450 lines: the checks of every on-stream call stay side by side, so that one rule
+// (range, reachability, stream) reads the same in each.
 #include <cstdint>
 #include <mutex>
 #include <string>
