@@ -3,7 +3,7 @@
 # tests under mpiexec with 1, 2 and 4 PEs, run the benchmarks (NVSHMEM beside
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
-#   tools/gpu-suite.sh [all|tests|bench|init|rerun] [ctest -R regex]
+#   tools/gpu-suite.sh [all|tests|bench|init|rerun|sanitize] [ctest -R regex]
 # init: only the start-up benchmark (bench_init over MPI and the unique-id bootstrap).
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
@@ -128,4 +128,17 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then rerun_perf; fi
 fi
 if [ "$WHAT" = rerun ]; then rerun_perf; fi
+# sanitize: GPU test programs under compute-sanitizer (memcheck, racecheck, synccheck) with
+# 2 PEs; SANITIZE_TESTS names the programs (tests/gpu/...), each run bounded.
+if [ "$WHAT" = sanitize ]; then
+  for tool in memcheck racecheck synccheck; do
+    for t in ${SANITIZE_TESTS:-test_signal tile/test_tile}; do
+      log="$RESULTS/sanitize.$tool.$(basename "$t").log"
+      timeout "$(limit 120)" mpirun --oversubscribe --bind-to none -np 2 -x TMASHMEM_MULTICAST \
+        -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY compute-sanitizer --tool "$tool" \
+        --error-exitcode 9 "$BUILD_DIR/tests/gpu/$t" >"$log" 2>&1
+      summary+=("sanitize $tool $(basename "$t"): rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")
+    done
+  done
+fi
 printf '%s\n' "${summary[@]}" | tee "$RESULTS/summary.txt"
