@@ -102,7 +102,12 @@ TEST_CASE("faults: finalize with allocations and a tensor outstanding releases e
   CHECK(tmashmem_tensor_data(t) == nullptr);
   // A new init starts clean, and the old pointers are not its blocks.
   REQUIRE(all_ranks(tmashmem_init_attr(&attr) == TMASHMEM_SUCCESS));
-  CHECK(tmashmem_free(b) == TMASHMEM_ERROR_INVALID_VALUE);
+  // Which error depends on where each PE's new window landed: a stale pointer outside it is
+  // foreign (INVALID_VALUE); if the window reuses the old addresses on some PEs only, the
+  // pointer is foreign there and not elsewhere, which is a symmetry error (docs/design.md,
+  // "Free"). Seen under ASan at 4 PEs. Never success.
+  const tmashmem_status_t stale = tmashmem_free(b);
+  CHECK((stale == TMASHMEM_ERROR_INVALID_VALUE || stale == TMASHMEM_ERROR_SYMMETRY));
   // The stale handle is refused (naming finalize) and its host part released (test_tensor).
   CHECK(tmashmem_tensor_destroy(t) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(tmashmem_finalize() == TMASHMEM_SUCCESS);
