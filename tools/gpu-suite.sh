@@ -4,7 +4,7 @@
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
 #   tools/gpu-suite.sh [all|tests|bench|init|rerun|sanitize] [ctest -R regex]
-# init: only the start-up benchmark (bench_init over MPI and the unique-id bootstrap).
+# init: only the start-up benchmark (bench_init over MPI, the unique-id and NCCL bootstraps).
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
 # `rerun` does only that second run and the comparison, against the perf/ folder an
@@ -93,14 +93,14 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ] || [ "$WHAT" = init ]; then
   : >"$RESULTS/init.csv"
   for np in 1 2 4; do
-    for prog in bench_init bench_init_nvshmem; do
+    for prog in bench_init bench_init_nvshmem bench_init_nccl; do
       [ -x "$BUILD_DIR/tools/perf/$prog" ] || continue
       NVSHMEM_SYMMETRIC_SIZE=2G timeout 120 mpirun --oversubscribe --bind-to none -np $np \
         -x LD_LIBRARY_PATH -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_DISABLE_NVLS -x NCCL_NVLS_ENABLE \
         -x TMASHMEM_MULTICAST -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
         "$BUILD_DIR/tools/perf/$prog" 10 $((1 << 30)) >"$RESULTS/$prog.np$np.log" 2>&1
       grep -E "^(tmashmem|nvshmem)," "$RESULTS/$prog.np$np.log" >>"$RESULTS/init.csv"
-      grep -E "FAILED|rror" "$RESULTS/$prog.np$np.log" | head -3
+      grep -E "FAILED|rror|skipped|NCCL [0-9]" "$RESULTS/$prog.np$np.log" | head -3
     done
   done
   # The same start-up over the unique-id bootstrap (mpirun only starts the processes; the

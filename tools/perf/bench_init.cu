@@ -1,13 +1,20 @@
 // Init + 1 GiB malloc + finalize time, for tmashmem (bench_init) and, from the same source
 // with PERF_NVSHMEM, for NVSHMEM (bench_init_nvshmem: nvshmemx_init_attr with the unique-id
-// bootstrap + nvshmem_malloc + nvshmem_finalize).
+// bootstrap + nvshmem_malloc + nvshmem_finalize) and, with PERF_NCCL_BOOTSTRAP, for
+// tmashmem over an existing NCCL communicator (bench_init_nccl: tmashmem_init_attr with
+// attr.nccl_comm, rows "tmashmem-nccl").
 //
 // The CUDA context is created before timing and the bootstrap's set-up (NVSHMEM's unique id)
-// is untimed, so the figure is the runtime's own cost. Every repetition writes and checks
+// and the NCCL communicator are untimed, so the figure is the runtime's own cost. Every repetition writes and checks
 // the allocation through a peer mapping, so a lazy runtime cannot score.
-//   mpirun -np N bench_init[_nvshmem] [reps=10] [bytes=1G]
+//   mpirun -np N bench_init[_nvshmem|_nccl] [reps=10] [bytes=1G]
+// NCCL up to 2.29 refuses two ranks on one GPU: bench_init_nccl with more PEs than GPUs
+// prints a skip line and exits 0 unless NCCL_MULTI_RANK_GPU_ENABLE=1 is set (NCCL 2.30 on).
 #include <cuda_runtime.h>
 #include <mpi.h>
+#ifdef PERF_NCCL_BOOTSTRAP
+#include <nccl.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,19 +28,64 @@
 
 using namespace perf;
 
+namespace {
+
+#ifdef PERF_NCCL_BOOTSTRAP
+constexpr const char* kRowName = "tmashmem-nccl";
+ncclComm_t g_comm = nullptr;  // the application's communicator: made once, untimed
+
+// false: this run cannot make the communicator here (said on stdout).
+bool make_comm(int rank, int size) {
+  int version = 0, devices = 0;
+  ncclGetVersion(&version);
+  PERF_CUDA(cudaGetDeviceCount(&devices));
+  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  if (size > devices && !(multi && std::atoi(multi) == 1)) {
+    if (rank == 0)
+      std::printf("bench_init_nccl: skipped at %d PEs: NCCL %d refuses two ranks on one GPU "
+                  "(%d GPU(s); NCCL 2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
+                  size, version, devices);
+    return false;
+  }
+  ncclUniqueId id;
+  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (ncclCommInitRank(&g_comm, size, id, rank) != ncclSuccess) die("ncclCommInitRank failed");
+  if (rank == 0) std::printf("bench_init_nccl: NCCL %d\n", version);
+  return true;
+}
+void init_runtime() {
+  tmashmem_init_attr_t attr;
+  tmashmem_init_attr_set_defaults(&attr);
+  attr.bootstrap = TMASHMEM_BOOTSTRAP_NCCL;
+  attr.nccl_comm = g_comm;
+  tm_check(tmashmem_init_attr(&attr), "tmashmem_init_attr (NCCL bootstrap)");
+}
+#else
+constexpr const char* kRowName = Runtime::kName;
+bool make_comm(int, int) { return true; }
+void init_runtime() { Runtime::init(); }
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const int rank = mpi_rank(), size = mpi_size();
   const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
   const size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 0) : (size_t(1) << 30);
   select_device(Runtime::kName, argc, argv);  // the context exists before timing
+  if (!make_comm(rank, size)) {
+    MPI_Finalize();
+    return 0;
+  }
   std::vector<double> total, init_ms, malloc_ms, finalize_ms;
   int failures = 0;
   for (int r = 0; r < reps + 1; ++r) {  // repetition 0 is a warm-up
     Runtime::bootstrap();
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now_ms();
-    Runtime::init();
+    init_runtime();
     const double t1 = now_ms();
     char* p = Runtime::alloc(bytes);
     const double t2 = now_ms();
@@ -64,11 +116,14 @@ int main(int argc, char** argv) {
     std::printf(
         "runtime,pes,bytes,reps,init_ms,malloc_ms,finalize_ms,total_min_ms,"
         "total_median_ms,total_max_ms\n%s,%d,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
-        Runtime::kName, size, bytes, reps, a.median, b.median, c.median, t.min, t.median, t.max);
+        kRowName, size, bytes, reps, a.median, b.median, c.median, t.min, t.median, t.max);
   }
   if (rank == 0)
-    std::printf("bench_init %s: %s\n", Runtime::kName,
+    std::printf("bench_init %s: %s\n", kRowName,
                 failures ? "FAILED (data check)" : "data checked OK");
+#ifdef PERF_NCCL_BOOTSTRAP
+  ncclCommDestroy(g_comm);  // after the last tmashmem_finalize: tmashmem never destroys it
+#endif
   MPI_Finalize();
   return failures ? 1 : 0;
 }
