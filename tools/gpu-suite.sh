@@ -99,7 +99,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ] || [ "$WHAT" = init ]; then
         -x LD_LIBRARY_PATH -x NVSHMEM_SYMMETRIC_SIZE -x NVSHMEM_DISABLE_NVLS -x NCCL_NVLS_ENABLE \
         -x TMASHMEM_MULTICAST -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
         "$BUILD_DIR/tools/perf/$prog" 10 $((1 << 30)) >"$RESULTS/$prog.np$np.log" 2>&1
-      grep -E "^(tmashmem|nvshmem)," "$RESULTS/$prog.np$np.log" >>"$RESULTS/init.csv"
+      grep -E "^(tmashmem|nvshmem)(-[a-z]+)?," "$RESULTS/$prog.np$np.log" >>"$RESULTS/init.csv"
       grep -E "FAILED|rror|skipped|NCCL [0-9]" "$RESULTS/$prog.np$np.log" | head -3
     done
   done
