@@ -11,14 +11,14 @@
 //
 // Stream memory operations go through the runtime's driver table (runtime/driver.h) in the
 // runtime's context, made current for the duration of the signal calls (ContextScope).
-// Over 450 lines: the checks of every on-stream call stay side by side, so that one rule
-// (range, reachability, stream) reads the same in each.
+// The checks every call shares (range, reachability, stream) are runtime/on_stream_checks.h.
 #include <cstdint>
 #include <mutex>
 #include <string>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/on_stream_checks.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/tmashmem.h"
@@ -31,152 +31,6 @@ const StreamKernels* g_kernels = nullptr;
 constexpr const char* kMemOpsFix =
     "pass a stream of the device tmashmem_init chose (tmashmem_device()), or set "
     "TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels instead";
-
-// Whether `rt.device` runs cuStreamWriteValue64 / cuStreamWaitValue64
-// (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS). Asked on first use after init and
-// remembered until finalize; the caller holds rt.mutex, which guards the answer.
-tmashmem_status_t device_has_mem_ops(Runtime& rt, const char* call, bool* out) {
-  if (rt.device_mem_ops_64 < 0) {
-    int answer = 0;
-    const CUresult r = driver().cuDeviceGetAttribute(
-        &answer, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, rt.device);
-    if (r != CUDA_SUCCESS) {
-      const std::string what = format_string(
-          "%s: cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device %d)",
-          call, rt.device_ordinal);
-      return cuda_error(r, what.c_str(), __FILE__, __LINE__,
-                        "set TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels without "
-                        "asking");
-    }
-    rt.device_mem_ops_64 = answer != 0 ? 1 : 0;
-  }
-  *out = rt.device_mem_ops_64 == 1;
-  return TMASHMEM_SUCCESS;
-}
-
-// Made by the signal calls, under the lock, after the initialisation check: makes the
-// runtime's context current on this thread (driver calls act in the current context; the
-// legacy default stream 0 is that context's) and, at scope exit, the thread's previous
-// context again, so that a call leaves the caller's current context as it found it.
-class ContextScope {
- public:
-  ContextScope() = default;
-  ContextScope(const ContextScope&) = delete;
-  ContextScope& operator=(const ContextScope&) = delete;
-  ~ContextScope() {
-    if (restore_) driver().cuCtxSetCurrent(previous_);
-  }
-
-  tmashmem_status_t enter(const Runtime& rt, const char* call) {
-    TMASHMEM_TRY(check_initialized(call));  // before the driver table is known to be loaded
-    CUcontext previous = nullptr;
-    const bool known_previous = driver().cuCtxGetCurrent(&previous) == CUDA_SUCCESS;
-    TMASHMEM_TRY(require_initialized(call));
-    restore_ = known_previous && previous != rt.context;
-    previous_ = previous;
-    return TMASHMEM_SUCCESS;
-  }
-
- private:
-  CUcontext previous_ = nullptr;
-  bool restore_ = false;
-};
-
-tmashmem_status_t check_pe(const Runtime& rt, const char* call, int pe) {
-  const int n = rt.bootstrap->size();
-  if (pe < 0 || pe >= n)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: pe %d is out of range; pass a PE in [0, %d) (tmashmem_n_pes())", call, pe,
-                     n);
-  return TMASHMEM_SUCCESS;
-}
-
-// The address of symmetric range [address, address + bytes) on `pe`, checked: inside the
-// backed part of this PE's heap (by offsets, so no size wraps the address space), and `pe`
-// load/store reachable. Every PE's heap is backed equally far (growth is collective), so
-// the range is then backed on `pe` too.
-tmashmem_status_t translate(const Runtime& rt, const char* call, const char* name,
-                            const void* address, size_t bytes, int pe, void** out) {
-  *out = nullptr;
-  if (address == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: %s is NULL; pass a symmetric address (from tmashmem_malloc)", call, name);
-  size_t offset = 0;
-  const size_t backed = rt.heap.backed_bytes();
-  if (!rt.heap.offset_of(address, &offset) || offset >= backed || bytes > backed - offset)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap (%zu bytes "
-                     "from %p); pass an address range from tmashmem_malloc",
-                     call, name, address, bytes, backed,
-                     reinterpret_cast<void*>(rt.heap.my_base()));
-  void* remote = pe >= 0 && pe < rt.bootstrap->size() ? rt.heap.translate(address, pe) : nullptr;
-  if (remote == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: PE %d is not load/store reachable from PE %d (no peer mapping), so %s "
-                     "cannot be reached there; use a PE on this node with peer access",
-                     call, pe, rt.bootstrap->rank(), name);
-  *out = remote;
-  return TMASHMEM_SUCCESS;
-}
-
-tmashmem_status_t check_signal(const char* call, const uint64_t* sig) {
-  if (sig == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: sig is NULL; pass a uint64_t from tmashmem_malloc/tmashmem_calloc", call);
-  if ((reinterpret_cast<uintptr_t>(sig) & (sizeof(uint64_t) - 1)) != 0)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: sig %p is not 8-byte aligned; signals are naturally aligned uint64_t",
-                     call, static_cast<const void*>(sig));
-  return TMASHMEM_SUCCESS;
-}
-
-// `stream` checked as far as CUDA lets a check be cheap and safe: the special handles (0,
-// CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are the current context's and are accepted
-// without a driver call; any other handle is asked for its context (cuStreamGetCtx, a host
-// lookup), which must be the runtime's. CUDA leaves a destroyed or made-up handle
-// undefined: the driver reports most as CUDA_ERROR_INVALID_HANDLE or
-// CUDA_ERROR_CONTEXT_IS_DESTROYED, but may also crash in that lookup (tmashmem.h says so).
-tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream stream) {
-  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
-    return TMASHMEM_SUCCESS;
-  CUcontext owner = nullptr;
-  const CUresult r = driver().cuStreamGetCtx(stream, &owner);
-  if (r != CUDA_SUCCESS)
-    return cuda_error(r, format_string("%s: cuStreamGetCtx(stream %p)", call,
-                                       static_cast<void*>(stream))
-                             .c_str(),
-                      __FILE__, __LINE__,
-                      "pass a live stream (not destroyed) of the device tmashmem_init chose "
-                      "(tmashmem_device()), or 0 for the default stream");
-  if (owner != rt.context)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: stream %p belongs to CUDA context %p, not to the runtime's context %p "
-                     "(device %d); pass a stream created on device %d (tmashmem_device())",
-                     call, static_cast<void*>(stream), static_cast<void*>(owner),
-                     static_cast<void*>(rt.context), rt.device_ordinal, rt.device_ordinal);
-  return TMASHMEM_SUCCESS;
-}
-
-// The signal and comparison of a wait; *local gets this PE's (checked) address of `sig`.
-tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig, int cmp,
-                             void** local) {
-  TMASHMEM_TRY(check_signal(call, sig));
-  if (cmp < TMASHMEM_CMP_EQ || cmp > TMASHMEM_CMP_LE)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: cmp %d is not a comparison; pass one of TMASHMEM_CMP_EQ, _NE, _GT, "
-                     "_GE, _LT, _LE (%d..%d)",
-                     call, cmp, TMASHMEM_CMP_EQ, TMASHMEM_CMP_LE);
-  return translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), local);
-}
-
-// Every PE of the job load/store reachable from this one (one node, peer access
-// everywhere): what the device barrier needs (all_reachable of tmashmem/device/ctx.cuh).
-bool every_pe_reachable(const Runtime& rt) {
-  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
-  return true;
-}
 
 // Runs `enqueue` (one entry of the device library's table) with the runtime's device
 // current for the CUDA runtime; `what` names the step in an error.
@@ -263,9 +117,7 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
   int ordinal = -1;
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
-    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
+    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, &mem_ops));
     TMASHMEM_TRY(check_pe(rt, call, pe));
     TMASHMEM_TRY(check_signal(call, sig));
     if (op != TMASHMEM_SIGNAL_SET && op != TMASHMEM_SIGNAL_ADD)
@@ -311,9 +163,7 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
   int ordinal = -1;
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
-    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
+    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, &mem_ops));
     TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
     ordinal = rt.device_ordinal;
   }
@@ -379,8 +229,7 @@ tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, ui
   int ordinal = -1;
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
+    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, nullptr));
     TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
     if (timeout_ns == 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
