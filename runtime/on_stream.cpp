@@ -54,6 +54,35 @@ tmashmem_status_t on_device(const char* call, int ordinal, const std::string& wh
   return TMASHMEM_SUCCESS;
 }
 
+// What a signal call learns under the lock: the checked address of its signal (this PE's
+// copy for a wait, `pe`'s for a signal op), whether it may use stream memory operations,
+// and the runtime's device. `context` keeps the runtime's context current until the call
+// returns (ContextScope).
+struct SignalCall {
+  ContextScope context;
+  void* sig = nullptr;
+  bool mem_ops = false;
+  int ordinal = -1;
+};
+
+// The one lock scope of a signal call: the initialisation check and the runtime's context
+// (ContextScope), the stream (check_stream), whether the device runs stream memory
+// operations (when `want_mem_ops` and TMASHMEM_STREAM_MEM_OPS is on), then the call's own
+// `checks(rt)`, which fill *c. The lock is released before the call enqueues anything.
+template <typename Checks>
+tmashmem_status_t check_signal_call(const char* call, CUstream stream, bool want_mem_ops,
+                                    SignalCall* c, Checks checks) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  TMASHMEM_TRY(c->context.enter(rt, call));
+  TMASHMEM_TRY(check_stream(rt, call, stream));
+  if (want_mem_ops && rt.config.stream_mem_ops)
+    TMASHMEM_TRY(device_has_mem_ops(rt, call, &c->mem_ops));
+  TMASHMEM_TRY(checks(static_cast<const Runtime&>(rt)));
+  c->ordinal = rt.device_ordinal;
+  return TMASHMEM_SUCCESS;
+}
+
 tmashmem_status_t barrier_all_on_stream(CUstream stream) {
   const char* call = "tmashmem_barrier_all_on_stream";
   Runtime& rt = runtime();
@@ -110,14 +139,8 @@ tmashmem_status_t copy_on_stream(const char* call, bool to_peer, void* dest, con
 tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
                                       CUstream stream) {
   const char* call = "tmashmem_signal_op_on_stream";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* remote = nullptr;
-  bool mem_ops = false;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, &mem_ops));
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) {
     TMASHMEM_TRY(check_pe(rt, call, pe));
     TMASHMEM_TRY(check_signal(call, sig));
     if (op != TMASHMEM_SIGNAL_SET && op != TMASHMEM_SIGNAL_ADD)
@@ -125,10 +148,11 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
                        "%s: op %d is not a signal operation; pass TMASHMEM_SIGNAL_SET (%d) or "
                        "TMASHMEM_SIGNAL_ADD (%d)",
                        call, op, TMASHMEM_SIGNAL_SET, TMASHMEM_SIGNAL_ADD);
-    TMASHMEM_TRY(translate(rt, call, "sig", sig, sizeof(uint64_t), pe, &remote));
-    ordinal = rt.device_ordinal;
-  }
-  if (op == TMASHMEM_SIGNAL_SET && mem_ops) {
+    return translate(rt, call, "sig", sig, sizeof(uint64_t), pe, &c.sig);
+  };
+  TMASHMEM_TRY(check_signal_call(call, stream, true, &c, checks));
+  void* remote = c.sig;
+  if (op == TMASHMEM_SIGNAL_SET && c.mem_ops) {
     // Release: the write runs once the stream's earlier work is complete, and with
     // CU_STREAM_WRITE_VALUE_DEFAULT it is preceded by a system-wide memory fence scoped
     // to the stream (like __threadfence_system()), so that work's writes, local or
@@ -148,7 +172,7 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
           __FILE__, __LINE__, kMemOpsFix);
     return TMASHMEM_SUCCESS;
   }
-  return on_device(call, ordinal, "launching the signal kernel", [&](const StreamKernels& k) {
+  return on_device(call, c.ordinal, "launching the signal kernel", [&](const StreamKernels& k) {
     return k.signal_op(static_cast<uint64_t*>(remote), value, op, stream);
   });
 }
@@ -156,17 +180,10 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
 tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                               CUstream stream) {
   const char* call = "tmashmem_signal_wait_until_on_stream";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* local = nullptr;
-  bool mem_ops = false;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, &mem_ops));
-    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
-    ordinal = rt.device_ordinal;
-  }
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) { return check_wait(rt, call, sig, cmp, &c.sig); };
+  TMASHMEM_TRY(check_signal_call(call, stream, true, &c, checks));
+  void* local = c.sig;
 
   // The comparisons cuStreamWaitValue64 can express. Its GEQ is cyclic,
   // (int64_t)(*sig - operand) >= 0, which is the unsigned *sig >= operand whenever the
@@ -177,7 +194,7 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
   bool use_mem_op = false;
   unsigned int flags = 0;
   uint64_t operand = value;
-  if (mem_ops) {
+  if (c.mem_ops) {
     if (cmp == TMASHMEM_CMP_EQ) {
       use_mem_op = true;
       flags = CU_STREAM_WAIT_VALUE_EQ;
@@ -212,9 +229,10 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
           __FILE__, __LINE__, kMemOpsFix);
     return TMASHMEM_SUCCESS;
   }
-  return on_device(call, ordinal, "launching the signal-wait kernel", [&](const StreamKernels& k) {
-    return k.signal_wait(static_cast<const uint64_t*>(local), cmp, value, stream);
-  });
+  return on_device(call, c.ordinal, "launching the signal-wait kernel",
+                   [&](const StreamKernels& k) {
+                     return k.signal_wait(static_cast<const uint64_t*>(local), cmp, value, stream);
+                   });
 }
 
 // The bounded wait: always the library's kernel (a stream memory operation cannot time out),
@@ -223,14 +241,9 @@ tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, ui
                                                       uint64_t timeout_ns, int32_t* status,
                                                       CUstream stream) {
   const char* call = "tmashmem_signal_wait_until_on_stream_timeout";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* local = nullptr;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(enter_signal_call(rt, context, call, stream, nullptr));
-    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) {
+    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &c.sig));
     if (timeout_ns == 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: timeout_ns is 0; pass a bound > 0 (or use "
@@ -250,11 +263,12 @@ tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, ui
                        "%s: status %p is in the symmetric heap (device memory the host cannot "
                        "read); pass mapped host or managed memory",
                        call, static_cast<void*>(status));
-    ordinal = rt.device_ordinal;
-  }
-  return on_device(call, ordinal, "launching the bounded signal-wait kernel",
+    return TMASHMEM_SUCCESS;
+  };
+  TMASHMEM_TRY(check_signal_call(call, stream, false, &c, checks));
+  return on_device(call, c.ordinal, "launching the bounded signal-wait kernel",
                    [&](const StreamKernels& k) {
-                     return k.signal_wait_timeout(static_cast<const uint64_t*>(local), cmp, value,
+                     return k.signal_wait_timeout(static_cast<const uint64_t*>(c.sig), cmp, value,
                                                   timeout_ns, status, stream);
                    });
 }

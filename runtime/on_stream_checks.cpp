@@ -36,15 +36,6 @@ tmashmem_status_t ContextScope::enter(const Runtime& rt, const char* call) {
   return TMASHMEM_SUCCESS;
 }
 
-tmashmem_status_t enter_signal_call(Runtime& rt, ContextScope& context, const char* call,
-                                    CUstream stream, bool* mem_ops) {
-  TMASHMEM_TRY(context.enter(rt, call));
-  TMASHMEM_TRY(check_stream(rt, call, stream));
-  if (mem_ops != nullptr && rt.config.stream_mem_ops)
-    TMASHMEM_TRY(device_has_mem_ops(rt, call, mem_ops));
-  return TMASHMEM_SUCCESS;
-}
-
 tmashmem_status_t check_pe(const Runtime& rt, const char* call, int pe) {
   const int n = rt.bootstrap->size();
   if (pe < 0 || pe >= n)

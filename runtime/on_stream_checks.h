@@ -32,12 +32,6 @@ class ContextScope : NonCopyable {
   bool restore_ = false;
 };
 
-// The prelude of every signal call: the initialisation check, the runtime's context made
-// current for the life of `context`, `stream` checked (check_stream) and, where `mem_ops`
-// is not NULL and TMASHMEM_STREAM_MEM_OPS is on, *mem_ops = device_has_mem_ops.
-tmashmem_status_t enter_signal_call(Runtime& rt, ContextScope& context, const char* call,
-                                    CUstream stream, bool* mem_ops);
-
 // Whether `rt.device` runs cuStreamWriteValue64 / cuStreamWaitValue64
 // (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS). Asked on first use after init and
 // remembered until finalize; the caller holds rt.mutex, which guards the answer.
