@@ -432,8 +432,8 @@ struct Source {
 Source upload_source(const Case& c, std::vector<std::vector<uint8_t>> images) {
   Source src;
   src.images = std::move(images);
-  REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src.tensor) ==
-                                   TMASHMEM_SUCCESS));
+  REQUIRE(
+      tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src.tensor) == TMASHMEM_SUCCESS));
   CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src.tensor),
                         src.images[static_cast<size_t>(tmashmem_my_pe())].data(), c.extent,
                         cudaMemcpyHostToDevice));
@@ -450,6 +450,17 @@ std::vector<std::vector<uint8_t>> copy_images(const Case& c, uint64_t case_seed,
     make_copy_exact(images[q], c);
   }
   return images;
+}
+
+// One job of the tile kernels: get the tile at origin `t` from `get_pe` (-1: none), put it
+// to `put_pe` (-1: none), dump it to slot `out_index` (-1: none).
+TileJob tile_job(int get_pe, int put_pe, const std::vector<int32_t>& t, int32_t out_index) {
+  TileJob j{};
+  j.get_pe = get_pe;
+  j.put_pe = put_pe;
+  for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
+  j.out_index = out_index;
+  return j;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -482,14 +493,9 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
   const auto tiles = edge_tiles(c);
   std::vector<TileJob> jobs;
   for (int q = 0; q < n; ++q)
-    for (const auto& t : tiles) {
-      TileJob j{};
-      j.get_pe = q;
-      j.put_pe = get_only || !writable(t) ? -1 : (q + 1) % n;
-      for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-      j.out_index = static_cast<int32_t>(jobs.size());
-      jobs.push_back(j);
-    }
+    for (const auto& t : tiles)
+      jobs.push_back(tile_job(q, get_only || !writable(t) ? -1 : (q + 1) % n, t,
+                              static_cast<int32_t>(jobs.size())));
   DeviceArray<TileJob> jobs_d(jobs);
   DeviceArray<uint8_t> dump(jobs.size() * c.smem_bytes);
   DeviceArray<KernelStatus> status(1);
@@ -538,7 +544,6 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;
 }
-
 
 // ---------------------------------------------------------------------------------------
 // Reduce
@@ -719,14 +724,7 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
   const auto tiles = grid_edge_tiles(c);
   std::vector<TileJob> jobs;
   for (int q = 0; q < n; ++q)
-    for (const auto& t : tiles) {
-      TileJob j{};
-      j.get_pe = me;
-      j.put_pe = q;
-      for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-      j.out_index = -1;
-      jobs.push_back(j);
-    }
+    for (const auto& t : tiles) jobs.push_back(tile_job(me, q, t, -1));
   DeviceArray<TileJob> jobs_d(jobs);
   DeviceArray<KernelStatus> status(1);
   REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
@@ -757,7 +755,6 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;
 }
-
 
 // ---------------------------------------------------------------------------------------
 // Put with signal
@@ -933,12 +930,7 @@ TEST_CASE("tile: cluster multicast delivers one read to every CTA, clusters of 2
       const auto tiles = edge_tiles(c);
       std::vector<TileJob> jobs;
       for (int k = 0; k < n_clusters * cluster; ++k) {
-        TileJob j{};
-        j.get_pe = (me + k) % n;
-        j.put_pe = -1;
-        const auto& t = tiles[rng() % tiles.size()];
-        for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-        jobs.push_back(j);
+        jobs.push_back(tile_job((me + k) % n, -1, tiles[rng() % tiles.size()], 0));
       }
       DeviceArray<TileJob> jobs_d(jobs);
       DeviceArray<uint8_t> dump(static_cast<size_t>(n_clusters * cluster * cluster) * c.smem_bytes);
