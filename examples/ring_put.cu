@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "example_util.h"
 #include "tmashmem/device.cuh"
 #include "tmashmem/tmashmem.h"
 
@@ -53,9 +54,7 @@ std::vector<uint32_t> data_of(uint64_t seed, int pe) {
 }
 
 bool cuda_ok(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return true;
-  std::fprintf(stderr, "ring_put: %s failed: %s\n", what, cudaGetErrorString(error));
-  return false;
+  return example_cuda_ok("ring_put", error, what);
 }
 
 }  // namespace
@@ -64,15 +63,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
 
   tmashmem_status_t st = tmashmem_init();  // collective: MPI_COMM_WORLD by default
-  if (st == TMASHMEM_ERROR_NO_DEVICE || st == TMASHMEM_ERROR_NO_DRIVER) {
-    std::printf("ring_put: no CUDA device: %s\n", tmashmem_last_error());
-    MPI_Finalize();
-    return 2;
-  }
   if (st != TMASHMEM_SUCCESS) {
-    std::printf("ring_put: tmashmem_init failed: %s\n", tmashmem_last_error());
+    const int exit_status = example_init_failure("ring_put", st);
     MPI_Finalize();
-    return 1;
+    return exit_status;
   }
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
   const int prev = (me + n - 1) % n;

@@ -1,5 +1,6 @@
 // The small queries of the C API: who am I, errors, barrier, device context.
 #include <cstring>
+#include <mutex>
 
 #include "runtime/agreement.h"
 #include "runtime/driver.h"
@@ -26,6 +27,25 @@ void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx) {
   if (rt.one_gpu) ctx->flags |= TMASHMEM_CTX_FLAG_ONE_GPU;
 }
 
+tmashmem_status_t synchronize_context() {
+  const CUresult r = driver().cuCtxSynchronize();
+  return r == CUDA_SUCCESS ? TMASHMEM_SUCCESS
+                           : cuda_error(r, "cuCtxSynchronize", __FILE__, __LINE__);
+}
+
+namespace {
+
+// What a small query returns: `field` of the runtime read under its lock, or -1 before
+// init.
+template <typename Field>
+int query_if_initialized(Field field) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  return rt.initialized ? field(rt) : -1;
+}
+
+}  // namespace
+
 }  // namespace tmashmem
 
 using namespace tmashmem;
@@ -43,33 +63,23 @@ extern "C" {
 int tmashmem_initialized(void) { return runtime().initialized ? 1 : 0; }
 
 int tmashmem_my_pe(void) {
-  Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.bootstrap->rank() : -1;
+  return query_if_initialized([](const Runtime& rt) { return rt.bootstrap->rank(); });
 }
 
 int tmashmem_n_pes(void) {
-  Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.bootstrap->size() : -1;
+  return query_if_initialized([](const Runtime& rt) { return rt.bootstrap->size(); });
 }
 
 int tmashmem_local_pe(void) {
-  Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.my_slot : -1;
+  return query_if_initialized([](const Runtime& rt) { return rt.my_slot; });
 }
 
 int tmashmem_n_local_pes(void) {
-  Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.n_local_pes : -1;
+  return query_if_initialized([](const Runtime& rt) { return rt.n_local_pes; });
 }
 
 int tmashmem_device(void) {
-  Runtime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mutex);
-  return rt.initialized ? rt.device_ordinal : -1;
+  return query_if_initialized([](const Runtime& rt) { return rt.device_ordinal; });
 }
 
 tmashmem_status_t tmashmem_barrier_all(void) {
@@ -79,10 +89,8 @@ tmashmem_status_t tmashmem_barrier_all(void) {
   // Work this PE queued before the barrier is complete (and so visible to peers)
   // before any PE leaves it. Every PE reaches the agreement (itself a barrier) even
   // when its synchronisation failed, so the PEs stay in step.
-  tmashmem_status_t st = TMASHMEM_SUCCESS;
-  CUresult r = driver().cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) st = cuda_error(r, "cuCtxSynchronize", __FILE__, __LINE__);
-  return agree(*rt.bootstrap, st, "tmashmem_barrier_all", "synchronizing its device");
+  return agree(*rt.bootstrap, synchronize_context(), "tmashmem_barrier_all",
+               "synchronizing its device");
 }
 
 void* tmashmem_signal_pad(void) {

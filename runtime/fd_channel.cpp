@@ -43,6 +43,44 @@ int remaining_ms(std::chrono::steady_clock::time_point deadline) {
 
 }  // namespace
 
+bool unix_socket_address(const std::string& name, sockaddr_un* address, socklen_t* length) {
+  std::memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  if (name.empty() || name.size() >= sizeof address->sun_path) return false;
+  if (name[0] == '@') {
+    // sun_path[0] == '\0' selects the abstract namespace; the name has no terminator.
+    std::memcpy(address->sun_path + 1, name.data() + 1, name.size() - 1);
+    *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  } else {
+    std::memcpy(address->sun_path, name.c_str(), name.size() + 1);
+    *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() + 1);
+  }
+  return true;
+}
+
+ssize_t send_fd_datagram(int socket, const sockaddr_un& address, socklen_t length,
+                         const FdMessage& message, int fd, int flags) {
+  iovec iov;
+  iov.iov_base = const_cast<FdMessage*>(&message);
+  iov.iov_len = sizeof message;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  std::memset(control, 0, sizeof control);
+  msghdr header;
+  std::memset(&header, 0, sizeof header);
+  header.msg_name = const_cast<sockaddr_un*>(&address);
+  header.msg_namelen = length;
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&header);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  return ::sendmsg(socket, &header, flags);
+}
+
 std::string FdChannel::socket_name(int pe) const {
   int slot = pe - first_local_pe_;
   if (filesystem_) {
@@ -64,9 +102,8 @@ tmashmem_status_t FdChannel::bind_socket(int pe, bool filesystem) {
     return st;
   }
   sockaddr_un address;
-  std::memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
   socklen_t length = 0;
+  std::string name = filesystem ? std::string() : socket_name(pe);  // abstract: "@..."
   if (filesystem) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tmashmem-XXXXXX";
@@ -89,18 +126,18 @@ tmashmem_status_t FdChannel::bind_socket(int pe, bool filesystem) {
                        "to a shorter directory",
                        path.c_str(), sizeof address.sun_path - 1);
     }
-    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-  } else {
-    // sun_path[0] == '\0' selects the abstract namespace.
-    std::string name = socket_name(pe).substr(1);
-    std::memcpy(address.sun_path + 1, name.data(), name.size());
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    name = path;
+  }
+  if (!unix_socket_address(name, &address, &length)) {
+    ::close(s);
+    close();
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "the handle-exchange socket name \"%s\" does not fit a Unix socket address",
+                     name.c_str());
   }
   if (::bind(s, reinterpret_cast<sockaddr*>(&address), length) != 0) {
     tmashmem_status_t st =
-        set_system_error("bind of the handle-exchange socket \"%s\"",
-                         filesystem ? address.sun_path : socket_name(pe).c_str());
+        set_system_error("bind of the handle-exchange socket \"%s\"", name.c_str());
     ::close(s);
     close();
     return st;
@@ -194,43 +231,21 @@ tmashmem_status_t FdChannel::send(int to, const FdMessage& message, int fd, int 
 
 tmashmem_status_t FdChannel::try_send(int to, const FdMessage& message, int fd, bool* sent) {
   *sent = false;
+  const std::string name = socket_name(to);
+  if (filesystem_ && (name.empty() || name[0] != '/'))
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "PE %d is not a PE of this node", to);
   sockaddr_un address;
-  std::memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  std::string name = socket_name(to);
   socklen_t length = 0;
-  if (filesystem_) {
-    if (name.empty() || name[0] != '/')
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE, "PE %d is not a PE of this node", to);
-    std::memcpy(address.sun_path, name.c_str(), name.size() + 1);
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() + 1);
-  } else {
-    std::memcpy(address.sun_path + 1, name.data() + 1, name.size() - 1);
-    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
-  }
-  iovec iov;
-  iov.iov_base = const_cast<FdMessage*>(&message);
-  iov.iov_len = sizeof message;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  std::memset(control, 0, sizeof control);
-  msghdr header;
-  std::memset(&header, 0, sizeof header);
-  header.msg_name = &address;
-  header.msg_namelen = length;
-  header.msg_iov = &iov;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&header);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (!unix_socket_address(name, &address, &length))
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "the handle-exchange socket name \"%s\" of PE %d does not fit a Unix "
+                     "socket address",
+                     name.c_str(), to);
   // The peer binds its socket during init, before the bootstrap all-gather that
   // precedes any exchange, so ECONNREFUSED/ENOENT mean it is gone; EAGAIN means its
   // queue is full (the caller drains its own queue and tries again).
   for (;;) {
-    if (::sendmsg(socket_, &header, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+    if (send_fd_datagram(socket_, address, length, message, fd, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
       *sent = true;
       return TMASHMEM_SUCCESS;
     }

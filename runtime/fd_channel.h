@@ -16,12 +16,15 @@
 // waits at most the timeout and names the PE it was waiting for.
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "runtime/non_copyable.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
@@ -35,12 +38,19 @@ struct FdMessage {
   uint64_t bytes;  // size of the memory behind the descriptor
 };
 
-class FdChannel {
+// The Unix socket address of `name` as FdChannel::socket_name writes it: "@..." in the
+// abstract namespace, else a file-system path. False when it does not fit sun_path.
+bool unix_socket_address(const std::string& name, sockaddr_un* address, socklen_t* length);
+
+// One datagram to `address` carrying `message` and a duplicate of `fd` (SCM_RIGHTS): the
+// result of sendmsg(socket, ..., flags), errno set where it is negative.
+ssize_t send_fd_datagram(int socket, const sockaddr_un& address, socklen_t length,
+                         const FdMessage& message, int fd, int flags);
+
+class FdChannel : NonCopyable {
  public:
   FdChannel() = default;
   ~FdChannel() { close(); }
-  FdChannel(const FdChannel&) = delete;
-  FdChannel& operator=(const FdChannel&) = delete;
 
   // COLLECTIVE over `bs` (every PE, also those without local peers). `mode` is the
   // TMASHMEM_FD_SOCKET word: "auto", "abstract" or "filesystem". Local PEs are

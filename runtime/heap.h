@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/fd_channel.h"
+#include "runtime/non_copyable.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
@@ -45,12 +46,10 @@ struct HeapSetup {
 CUmemAllocationProp device_allocation_prop(int device_ordinal,
                                            CUmemAllocationHandleType handle_type);
 
-class SymmetricHeap {
+class SymmetricHeap : NonCopyable {
  public:
   SymmetricHeap() = default;
   ~SymmetricHeap() { destroy(); }
-  SymmetricHeap(const SymmetricHeap&) = delete;
-  SymmetricHeap& operator=(const SymmetricHeap&) = delete;
 
   // Reserves the window (no physical memory yet). Not collective.
   tmashmem_status_t create(const HeapSetup& setup);

@@ -21,18 +21,17 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/non_copyable.h"
 #include "tmashmem/tmashmem.h"
 
 namespace tmashmem {
 
 struct Runtime;
 
-class HeapMulticast {
+class HeapMulticast : NonCopyable {
  public:
   HeapMulticast() = default;
   ~HeapMulticast() { destroy(); }
-  HeapMulticast(const HeapMulticast&) = delete;
-  HeapMulticast& operator=(const HeapMulticast&) = delete;
 
   // COLLECTIVE, at init after the heap window is reserved and before it first grows.
   // Asks the gate; when it allows, builds the object. Under TMASHMEM_MULTICAST=auto any

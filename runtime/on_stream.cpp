@@ -11,14 +11,14 @@
 //
 // Stream memory operations go through the runtime's driver table (runtime/driver.h) in the
 // runtime's context, made current for the duration of the signal calls (ContextScope).
-// Over 450 lines: the checks of every on-stream call stay side by side, so that one rule
-// (range, reachability, stream) reads the same in each.
+// The checks every call shares (range, reachability, stream) are runtime/on_stream_checks.h.
 #include <cstdint>
 #include <mutex>
 #include <string>
 
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/on_stream_checks.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/tmashmem.h"
@@ -31,152 +31,6 @@ const StreamKernels* g_kernels = nullptr;
 constexpr const char* kMemOpsFix =
     "pass a stream of the device tmashmem_init chose (tmashmem_device()), or set "
     "TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels instead";
-
-// Whether `rt.device` runs cuStreamWriteValue64 / cuStreamWaitValue64
-// (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS). Asked on first use after init and
-// remembered until finalize; the caller holds rt.mutex, which guards the answer.
-tmashmem_status_t device_has_mem_ops(Runtime& rt, const char* call, bool* out) {
-  if (rt.device_mem_ops_64 < 0) {
-    int answer = 0;
-    const CUresult r = driver().cuDeviceGetAttribute(
-        &answer, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, rt.device);
-    if (r != CUDA_SUCCESS) {
-      const std::string what = format_string(
-          "%s: cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device %d)",
-          call, rt.device_ordinal);
-      return cuda_error(r, what.c_str(), __FILE__, __LINE__,
-                        "set TMASHMEM_STREAM_MEM_OPS=0 to use the library's kernels without "
-                        "asking");
-    }
-    rt.device_mem_ops_64 = answer != 0 ? 1 : 0;
-  }
-  *out = rt.device_mem_ops_64 == 1;
-  return TMASHMEM_SUCCESS;
-}
-
-// Made by the signal calls, under the lock, after the initialisation check: makes the
-// runtime's context current on this thread (driver calls act in the current context; the
-// legacy default stream 0 is that context's) and, at scope exit, the thread's previous
-// context again, so that a call leaves the caller's current context as it found it.
-class ContextScope {
- public:
-  ContextScope() = default;
-  ContextScope(const ContextScope&) = delete;
-  ContextScope& operator=(const ContextScope&) = delete;
-  ~ContextScope() {
-    if (restore_) driver().cuCtxSetCurrent(previous_);
-  }
-
-  tmashmem_status_t enter(const Runtime& rt, const char* call) {
-    TMASHMEM_TRY(check_initialized(call));  // before the driver table is known to be loaded
-    CUcontext previous = nullptr;
-    const bool known_previous = driver().cuCtxGetCurrent(&previous) == CUDA_SUCCESS;
-    TMASHMEM_TRY(require_initialized(call));
-    restore_ = known_previous && previous != rt.context;
-    previous_ = previous;
-    return TMASHMEM_SUCCESS;
-  }
-
- private:
-  CUcontext previous_ = nullptr;
-  bool restore_ = false;
-};
-
-tmashmem_status_t check_pe(const Runtime& rt, const char* call, int pe) {
-  const int n = rt.bootstrap->size();
-  if (pe < 0 || pe >= n)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: pe %d is out of range; pass a PE in [0, %d) (tmashmem_n_pes())", call, pe,
-                     n);
-  return TMASHMEM_SUCCESS;
-}
-
-// The address of symmetric range [address, address + bytes) on `pe`, checked: inside the
-// backed part of this PE's heap (by offsets, so no size wraps the address space), and `pe`
-// load/store reachable. Every PE's heap is backed equally far (growth is collective), so
-// the range is then backed on `pe` too.
-tmashmem_status_t translate(const Runtime& rt, const char* call, const char* name,
-                            const void* address, size_t bytes, int pe, void** out) {
-  *out = nullptr;
-  if (address == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: %s is NULL; pass a symmetric address (from tmashmem_malloc)", call, name);
-  size_t offset = 0;
-  const size_t backed = rt.heap.backed_bytes();
-  if (!rt.heap.offset_of(address, &offset) || offset >= backed || bytes > backed - offset)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: %s [%p, +%zu bytes) is not inside this PE's symmetric heap (%zu bytes "
-                     "from %p); pass an address range from tmashmem_malloc",
-                     call, name, address, bytes, backed,
-                     reinterpret_cast<void*>(rt.heap.my_base()));
-  void* remote = pe >= 0 && pe < rt.bootstrap->size() ? rt.heap.translate(address, pe) : nullptr;
-  if (remote == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: PE %d is not load/store reachable from PE %d (no peer mapping), so %s "
-                     "cannot be reached there; use a PE on this node with peer access",
-                     call, pe, rt.bootstrap->rank(), name);
-  *out = remote;
-  return TMASHMEM_SUCCESS;
-}
-
-tmashmem_status_t check_signal(const char* call, const uint64_t* sig) {
-  if (sig == nullptr)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: sig is NULL; pass a uint64_t from tmashmem_malloc/tmashmem_calloc", call);
-  if ((reinterpret_cast<uintptr_t>(sig) & (sizeof(uint64_t) - 1)) != 0)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: sig %p is not 8-byte aligned; signals are naturally aligned uint64_t",
-                     call, static_cast<const void*>(sig));
-  return TMASHMEM_SUCCESS;
-}
-
-// `stream` checked as far as CUDA lets a check be cheap and safe: the special handles (0,
-// CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are the current context's and are accepted
-// without a driver call; any other handle is asked for its context (cuStreamGetCtx, a host
-// lookup), which must be the runtime's. CUDA leaves a destroyed or made-up handle
-// undefined: the driver reports most as CUDA_ERROR_INVALID_HANDLE or
-// CUDA_ERROR_CONTEXT_IS_DESTROYED, but may also crash in that lookup (tmashmem.h says so).
-tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream stream) {
-  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
-    return TMASHMEM_SUCCESS;
-  CUcontext owner = nullptr;
-  const CUresult r = driver().cuStreamGetCtx(stream, &owner);
-  if (r != CUDA_SUCCESS)
-    return cuda_error(r, format_string("%s: cuStreamGetCtx(stream %p)", call,
-                                       static_cast<void*>(stream))
-                             .c_str(),
-                      __FILE__, __LINE__,
-                      "pass a live stream (not destroyed) of the device tmashmem_init chose "
-                      "(tmashmem_device()), or 0 for the default stream");
-  if (owner != rt.context)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: stream %p belongs to CUDA context %p, not to the runtime's context %p "
-                     "(device %d); pass a stream created on device %d (tmashmem_device())",
-                     call, static_cast<void*>(stream), static_cast<void*>(owner),
-                     static_cast<void*>(rt.context), rt.device_ordinal, rt.device_ordinal);
-  return TMASHMEM_SUCCESS;
-}
-
-// The signal and comparison of a wait; *local gets this PE's (checked) address of `sig`.
-tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig, int cmp,
-                             void** local) {
-  TMASHMEM_TRY(check_signal(call, sig));
-  if (cmp < TMASHMEM_CMP_EQ || cmp > TMASHMEM_CMP_LE)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: cmp %d is not a comparison; pass one of TMASHMEM_CMP_EQ, _NE, _GT, "
-                     "_GE, _LT, _LE (%d..%d)",
-                     call, cmp, TMASHMEM_CMP_EQ, TMASHMEM_CMP_LE);
-  return translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), local);
-}
-
-// Every PE of the job load/store reachable from this one (one node, peer access
-// everywhere): what the device barrier needs (all_reachable of tmashmem/device/ctx.cuh).
-bool every_pe_reachable(const Runtime& rt) {
-  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
-  return true;
-}
 
 // Runs `enqueue` (one entry of the device library's table) with the runtime's device
 // current for the CUDA runtime; `what` names the step in an error.
@@ -197,6 +51,35 @@ tmashmem_status_t on_device(const char* call, int ordinal, const std::string& wh
   const CudaOutcome done = enqueue(*k);
   k->leave_device(previous);
   if (done.code != 0) return cuda_error(done, format_string("%s: %s", call, what.c_str()).c_str());
+  return TMASHMEM_SUCCESS;
+}
+
+// What a signal call learns under the lock: the checked address of its signal (this PE's
+// copy for a wait, `pe`'s for a signal op), whether it may use stream memory operations,
+// and the runtime's device. `context` keeps the runtime's context current until the call
+// returns (ContextScope).
+struct SignalCall {
+  ContextScope context;
+  void* sig = nullptr;
+  bool mem_ops = false;
+  int ordinal = -1;
+};
+
+// The one lock scope of a signal call: the initialisation check and the runtime's context
+// (ContextScope), the stream (check_stream), whether the device runs stream memory
+// operations (when `want_mem_ops` and TMASHMEM_STREAM_MEM_OPS is on), then the call's own
+// `checks(rt)`, which fill *c. The lock is released before the call enqueues anything.
+template <typename Checks>
+tmashmem_status_t check_signal_call(const char* call, CUstream stream, bool want_mem_ops,
+                                    SignalCall* c, Checks checks) {
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mutex);
+  TMASHMEM_TRY(c->context.enter(rt, call));
+  TMASHMEM_TRY(check_stream(rt, call, stream));
+  if (want_mem_ops && rt.config.stream_mem_ops)
+    TMASHMEM_TRY(device_has_mem_ops(rt, call, &c->mem_ops));
+  TMASHMEM_TRY(checks(static_cast<const Runtime&>(rt)));
+  c->ordinal = rt.device_ordinal;
   return TMASHMEM_SUCCESS;
 }
 
@@ -256,16 +139,8 @@ tmashmem_status_t copy_on_stream(const char* call, bool to_peer, void* dest, con
 tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int pe,
                                       CUstream stream) {
   const char* call = "tmashmem_signal_op_on_stream";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* remote = nullptr;
-  bool mem_ops = false;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
-    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) {
     TMASHMEM_TRY(check_pe(rt, call, pe));
     TMASHMEM_TRY(check_signal(call, sig));
     if (op != TMASHMEM_SIGNAL_SET && op != TMASHMEM_SIGNAL_ADD)
@@ -273,10 +148,11 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
                        "%s: op %d is not a signal operation; pass TMASHMEM_SIGNAL_SET (%d) or "
                        "TMASHMEM_SIGNAL_ADD (%d)",
                        call, op, TMASHMEM_SIGNAL_SET, TMASHMEM_SIGNAL_ADD);
-    TMASHMEM_TRY(translate(rt, call, "sig", sig, sizeof(uint64_t), pe, &remote));
-    ordinal = rt.device_ordinal;
-  }
-  if (op == TMASHMEM_SIGNAL_SET && mem_ops) {
+    return translate(rt, call, "sig", sig, sizeof(uint64_t), pe, &c.sig);
+  };
+  TMASHMEM_TRY(check_signal_call(call, stream, true, &c, checks));
+  void* remote = c.sig;
+  if (op == TMASHMEM_SIGNAL_SET && c.mem_ops) {
     // Release: the write runs once the stream's earlier work is complete, and with
     // CU_STREAM_WRITE_VALUE_DEFAULT it is preceded by a system-wide memory fence scoped
     // to the stream (like __threadfence_system()), so that work's writes, local or
@@ -296,7 +172,7 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
           __FILE__, __LINE__, kMemOpsFix);
     return TMASHMEM_SUCCESS;
   }
-  return on_device(call, ordinal, "launching the signal kernel", [&](const StreamKernels& k) {
+  return on_device(call, c.ordinal, "launching the signal kernel", [&](const StreamKernels& k) {
     return k.signal_op(static_cast<uint64_t*>(remote), value, op, stream);
   });
 }
@@ -304,19 +180,10 @@ tmashmem_status_t signal_op_on_stream(uint64_t* sig, uint64_t value, int op, int
 tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t value,
                                               CUstream stream) {
   const char* call = "tmashmem_signal_wait_until_on_stream";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* local = nullptr;
-  bool mem_ops = false;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
-    if (rt.config.stream_mem_ops) TMASHMEM_TRY(device_has_mem_ops(rt, call, &mem_ops));
-    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
-    ordinal = rt.device_ordinal;
-  }
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) { return check_wait(rt, call, sig, cmp, &c.sig); };
+  TMASHMEM_TRY(check_signal_call(call, stream, true, &c, checks));
+  void* local = c.sig;
 
   // The comparisons cuStreamWaitValue64 can express. Its GEQ is cyclic,
   // (int64_t)(*sig - operand) >= 0, which is the unsigned *sig >= operand whenever the
@@ -327,7 +194,7 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
   bool use_mem_op = false;
   unsigned int flags = 0;
   uint64_t operand = value;
-  if (mem_ops) {
+  if (c.mem_ops) {
     if (cmp == TMASHMEM_CMP_EQ) {
       use_mem_op = true;
       flags = CU_STREAM_WAIT_VALUE_EQ;
@@ -362,9 +229,10 @@ tmashmem_status_t signal_wait_until_on_stream(uint64_t* sig, int cmp, uint64_t v
           __FILE__, __LINE__, kMemOpsFix);
     return TMASHMEM_SUCCESS;
   }
-  return on_device(call, ordinal, "launching the signal-wait kernel", [&](const StreamKernels& k) {
-    return k.signal_wait(static_cast<const uint64_t*>(local), cmp, value, stream);
-  });
+  return on_device(call, c.ordinal, "launching the signal-wait kernel",
+                   [&](const StreamKernels& k) {
+                     return k.signal_wait(static_cast<const uint64_t*>(local), cmp, value, stream);
+                   });
 }
 
 // The bounded wait: always the library's kernel (a stream memory operation cannot time out),
@@ -373,15 +241,9 @@ tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, ui
                                                       uint64_t timeout_ns, int32_t* status,
                                                       CUstream stream) {
   const char* call = "tmashmem_signal_wait_until_on_stream_timeout";
-  Runtime& rt = runtime();
-  ContextScope context;
-  void* local = nullptr;
-  int ordinal = -1;
-  {
-    std::lock_guard<std::mutex> lock(rt.mutex);
-    TMASHMEM_TRY(context.enter(rt, call));
-    TMASHMEM_TRY(check_stream(rt, call, stream));
-    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &local));
+  SignalCall c;
+  const auto checks = [&](const Runtime& rt) {
+    TMASHMEM_TRY(check_wait(rt, call, sig, cmp, &c.sig));
     if (timeout_ns == 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: timeout_ns is 0; pass a bound > 0 (or use "
@@ -401,11 +263,12 @@ tmashmem_status_t signal_wait_until_on_stream_timeout(uint64_t* sig, int cmp, ui
                        "%s: status %p is in the symmetric heap (device memory the host cannot "
                        "read); pass mapped host or managed memory",
                        call, static_cast<void*>(status));
-    ordinal = rt.device_ordinal;
-  }
-  return on_device(call, ordinal, "launching the bounded signal-wait kernel",
+    return TMASHMEM_SUCCESS;
+  };
+  TMASHMEM_TRY(check_signal_call(call, stream, false, &c, checks));
+  return on_device(call, c.ordinal, "launching the bounded signal-wait kernel",
                    [&](const StreamKernels& k) {
-                     return k.signal_wait_timeout(static_cast<const uint64_t*>(local), cmp, value,
+                     return k.signal_wait_timeout(static_cast<const uint64_t*>(c.sig), cmp, value,
                                                   timeout_ns, status, stream);
                    });
 }

@@ -74,6 +74,14 @@ tmashmem_status_t require_initialized(const char* call);
 // The POD kernels take by value (tmashmem_device_ctx), from the initialised runtime.
 void fill_device_ctx(const Runtime& rt, tmashmem_ctx_t* ctx);
 
+// The bootstrap's options from the settings and the attr (NULL: the settings alone);
+// a malformed unique id or rank/size setting is TMASHMEM_ERROR_INVALID_VALUE.
+tmashmem_status_t bootstrap_options(const Config& config, const tmashmem_init_attr_t* attr,
+                                    BootstrapOptions* out);
+
+// Waits for all work of the runtime's (current) context; a failure is a CUDA error status.
+tmashmem_status_t synchronize_context();
+
 // COLLECTIVE. All-gathers `call` and all of its named arguments; a different call, a
 // different number of arguments or any differing argument is TMASHMEM_ERROR_SYMMETRY on
 // every PE, naming the argument, the PEs and the values, and ending with `fix` (default:

@@ -3,7 +3,8 @@
 // README's settings table all come from this table; test_config fails when README.md's
 // table differs from it (`tmashmem-info --markdown` prints the table to paste there).
 //
-// Adding a setting is one row:
+// Adding a setting is one row, one line (wider than the 100 columns of .clang-format, so
+// that the table reads row by row like the README's):
 //   X(config_field, "TMASHMEM_NAME", Type, Scope, "default as the user writes it", "one-line help")
 // where Type is a setting type of runtime/setting_types.h (Size, IntAtLeast0, IntAtLeast1,
 // Switch, Text, or a choice such as HandleTypeChoice) and the default must parse as Type.
@@ -19,47 +20,20 @@
 #include "runtime/setting_types.h"
 
 // clang-format off
-#define TMASHMEM_SETTINGS(X)                                                                       \
-  X(heap_max, "TMASHMEM_HEAP_MAX", Size, Scope::Job, "32G",                                        \
-    "bytes of symmetric heap each PE may allocate (virtual reservation rounded up to the "         \
-    "allocation granularity, 2M on current GPUs; memory is created on demand)")                    \
-  X(chunk_size, "TMASHMEM_CHUNK_SIZE", Size, Scope::Job, "256M",                                   \
-    "bytes of device memory created per heap growth step (rounded up to the allocation "           \
-    "granularity)")                                                                                \
-  X(handle_type, "TMASHMEM_HANDLE_TYPE", HandleTypeChoice, Scope::Job, "auto",                     \
-    "how heap memory is shared between PEs: auto (fabric if exporting one works, else "            \
-    "posix_fd), posix_fd, fabric")                                                                 \
-  X(bootstrap, "TMASHMEM_BOOTSTRAP", BootstrapChoice, Scope::Pe, "auto",                           \
-    "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or "    \
-    "once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, "    \
-    "nccl, single")                                                                                \
-  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, Scope::Pe, "none",                              \
-    "unique id of the job (hex or base64 text, as tmashmem_uniqueid_to_string writes it): "        \
-    "starts the unique-id bootstrap")                                                              \
-  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, Scope::Pe, "none",                    \
-    "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap")         \
-  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, Scope::Pe, "none",                    \
-    "number of PEs of the unique-id bootstrap (the same on every PE)")                             \
-  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, Scope::Pe, "auto",                \
-    "interface whose address a new unique id names (default: the first that is up, skipping "      \
-    "docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)")           \
-  X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, Scope::Pe, "auto",     \
-    "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6")              \
-  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, Scope::Pe, "auto",                    \
-    "explicit numeric address of this host for a new unique id's root (overrides the interface "   \
-    "choice)")                                                                                     \
-  X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, Scope::Job, "auto",                           \
-    "where the node's PEs pass heap fds: auto (abstract Unix sockets, or a private directory "     \
-    "when the PEs are in different network namespaces), abstract, filesystem")                     \
-  X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, Scope::Job, "120000",      \
-    "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error "       \
-    "naming it")                                                                                   \
-  X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, Scope::Job, "auto",                          \
-    "NVLink multicast over the heap: auto (used when every condition allows; "                    \
-    "docs/multicast.md), on (its absence is an init error), off")                                  \
-  X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, Scope::Pe, "on",                            \
-    "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the "     \
-    "device supports them; off (or 0): always the library's one-thread kernels")                   \
-  X(debug, "TMASHMEM_DEBUG", IntAtLeast0, Scope::Pe, "0",                                          \
-    "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth")
+#define TMASHMEM_SETTINGS(X) \
+  X(heap_max, "TMASHMEM_HEAP_MAX", Size, Scope::Job, "32G", "bytes of symmetric heap each PE may allocate (virtual reservation rounded up to the allocation granularity, 2M on current GPUs; memory is created on demand)") \
+  X(chunk_size, "TMASHMEM_CHUNK_SIZE", Size, Scope::Job, "256M", "bytes of device memory created per heap growth step (rounded up to the allocation granularity)") \
+  X(handle_type, "TMASHMEM_HANDLE_TYPE", HandleTypeChoice, Scope::Job, "auto", "how heap memory is shared between PEs: auto (fabric if exporting one works, else posix_fd), posix_fd, fabric") \
+  X(bootstrap, "TMASHMEM_BOOTSTRAP", BootstrapChoice, Scope::Pe, "auto", "how PEs find each other: auto (NCCL with an attr nccl_comm; MPI under an MPI launcher or once MPI is initialised; uid when TMASHMEM_BOOTSTRAP_UID is set; else single), mpi, uid, nccl, single") \
+  X(bootstrap_uid, "TMASHMEM_BOOTSTRAP_UID", Text, Scope::Pe, "none", "unique id of the job (hex or base64 text, as tmashmem_uniqueid_to_string writes it): starts the unique-id bootstrap") \
+  X(bootstrap_uid_rank, "TMASHMEM_BOOTSTRAP_UID_RANK", Text, Scope::Pe, "none", "this process's rank in [0, TMASHMEM_BOOTSTRAP_UID_SIZE) for the unique-id bootstrap") \
+  X(bootstrap_uid_size, "TMASHMEM_BOOTSTRAP_UID_SIZE", Text, Scope::Pe, "none", "number of PEs of the unique-id bootstrap (the same on every PE)") \
+  X(bootstrap_uid_ifname, "TMASHMEM_BOOTSTRAP_UID_IFNAME", Text, Scope::Pe, "auto", "interface whose address a new unique id names (default: the first that is up, skipping docker/veth/virbr/tun and link-local IPv6; loopback only when nothing else is up)") \
+  X(bootstrap_uid_family, "TMASHMEM_BOOTSTRAP_UID_FAMILY", UidFamilyChoice, Scope::Pe, "auto", "address family of a new unique id's root: auto (IPv4 first), AF_INET, AF_INET6") \
+  X(bootstrap_uid_addr, "TMASHMEM_BOOTSTRAP_UID_ADDR", Text, Scope::Pe, "auto", "explicit numeric address of this host for a new unique id's root (overrides the interface choice)") \
+  X(fd_socket, "TMASHMEM_FD_SOCKET", FdSocketChoice, Scope::Job, "auto", "where the node's PEs pass heap fds: auto (abstract Unix sockets, or a private directory when the PEs are in different network namespaces), abstract, filesystem") \
+  X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, Scope::Job, "120000", "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error naming it") \
+  X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, Scope::Job, "auto", "NVLink multicast over the heap: auto (used when every condition allows; docs/multicast.md), on (its absence is an init error), off") \
+  X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, Scope::Pe, "on", "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the device supports them; off (or 0): always the library's one-thread kernels") \
+  X(debug, "TMASHMEM_DEBUG", IntAtLeast0, Scope::Pe, "0", "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth")
 // clang-format on

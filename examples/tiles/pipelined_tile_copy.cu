@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "example_util.h"
 #include "tmashmem/device/tile.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
@@ -80,9 +81,9 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   tmashmem_status_t st = tmashmem_init();
   if (st != TMASHMEM_SUCCESS) {
-    std::printf("pipelined_tile_copy: tmashmem_init failed: %s\n", tmashmem_last_error());
+    const int exit_status = example_init_failure("pipelined_tile_copy", st);
     MPI_Finalize();
-    return st == TMASHMEM_ERROR_NO_DEVICE || st == TMASHMEM_ERROR_NO_DRIVER ? 2 : 1;
+    return exit_status;
   }
   cudaSetDevice(tmashmem_device());
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();

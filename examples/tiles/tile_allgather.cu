@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "example_util.h"
 #include "tmashmem/device/tile.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
@@ -50,9 +51,9 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   tmashmem_status_t st = tmashmem_init();
   if (st != TMASHMEM_SUCCESS) {
-    std::printf("tile_allgather: tmashmem_init failed: %s\n", tmashmem_last_error());
+    const int exit_status = example_init_failure("tile_allgather", st);
     MPI_Finalize();
-    return st == TMASHMEM_ERROR_NO_DEVICE || st == TMASHMEM_ERROR_NO_DRIVER ? 2 : 1;
+    return exit_status;
   }
   cudaSetDevice(tmashmem_device());
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes(), rows = n * kRowsPerPe;

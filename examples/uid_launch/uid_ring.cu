@@ -2,7 +2,8 @@
 //
 // One process makes a unique id (`uid_ring --make-id` prints it as text); every PE
 // is then started by any means with the id, its rank and the number of PEs:
-//   TMASHMEM_BOOTSTRAP_UID=<id> TMASHMEM_BOOTSTRAP_UID_RANK=<r> TMASHMEM_BOOTSTRAP_UID_SIZE=<n> ./uid_ring
+//   TMASHMEM_BOOTSTRAP_UID=<id> TMASHMEM_BOOTSTRAP_UID_RANK=<r> TMASHMEM_BOOTSTRAP_UID_SIZE=<n>
+//   ./uid_ring
 // (launch.sh beside this file does exactly that for N local processes). Rank 0 must
 // run on the host that made the id: it listens there.
 //
@@ -19,6 +20,7 @@
 #include <random>
 #include <vector>
 
+#include "example_util.h"
 #include "tmashmem/tmashmem.h"
 
 namespace {
@@ -38,11 +40,7 @@ std::vector<uint32_t> numbers(uint64_t seed) {
   return v;
 }
 
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "uid_ring: %s failed: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
+bool cuda_ok(cudaError_t e, const char* what) { return example_cuda_ok("uid_ring", e, what); }
 
 }  // namespace
 
@@ -59,26 +57,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   tmashmem_status_t st = tmashmem_init();  // the unique-id bootstrap: TMASHMEM_BOOTSTRAP_UID is set
-  if (st == TMASHMEM_ERROR_NO_DEVICE || st == TMASHMEM_ERROR_NO_DRIVER) {
-    std::printf("uid_ring: no CUDA device: %s\n", tmashmem_last_error());
-    return 2;
-  }
-  if (st != TMASHMEM_SUCCESS) {
-    std::printf("uid_ring: tmashmem_init failed: %s\n", tmashmem_last_error());
-    return 1;
-  }
+  if (st != TMASHMEM_SUCCESS) return example_init_failure("uid_ring", st);
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   const size_t bytes = sizeof(Header) + kCount * sizeof(uint32_t);
   bool ok = cuda_ok(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
 
-  auto* inbox = static_cast<char*>(tmashmem_malloc(bytes));             // symmetric
+  auto* inbox = static_cast<char*>(tmashmem_malloc(bytes));                     // symmetric
   auto* verdicts = static_cast<int32_t*>(tmashmem_calloc(n, sizeof(int32_t)));  // read on PE 0
   char* there = inbox ? static_cast<char*>(tmashmem_ptr(inbox, next)) : nullptr;
   if (!inbox || !verdicts || !there) {
-    std::printf("uid_ring: PE %d: %s\n", me,
-                !there && inbox ? "the next PE is not reachable by load/store"
-                                : tmashmem_last_error());
+    std::printf(
+        "uid_ring: PE %d: %s\n", me,
+        !there && inbox ? "the next PE is not reachable by load/store" : tmashmem_last_error());
     ok = false;
   }
   std::random_device entropy;

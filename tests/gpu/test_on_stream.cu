@@ -78,6 +78,28 @@ bool mem_ops_expected(bool* ok) {
   return can != 0;
 }
 
+// A CUDA graph captured from a stream: begin() starts recording (calls on the stream are
+// recorded, not run), end() stops and instantiates it; both are freed with the object.
+struct CapturedGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  bool begin(cudaStream_t stream) {
+    return GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  }
+  // `ok`: whether every call recorded since begin() was accepted.
+  bool end(cudaStream_t stream, bool ok) {
+    ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    return ok && GPU_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  }
+};
+
 // The stream memory operations a captured graph holds (batch mem-op nodes).
 struct MemOpCount {
   int writes = 0;    // CU_STREAM_MEM_OP_WRITE_VALUE_64
@@ -280,9 +302,8 @@ TEST_CASE("on-stream ops inside a captured CUDA graph, replayed with new data") 
 
   // Capture: new data, barrier, put to the next PE + signal it, wait for the
   // previous PE's signal and reset it, get the previous PE's data, barrier.
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CapturedGraph graph;
+  ok &= graph.begin(stream);
   fill_from_seed_kernel<<<64, 256, 0, stream>>>(sym_src, span, seed, salt_me);
   ok &= GPU_TEST_CUDA(cudaGetLastError());
   ok &= GPU_TEST_TM(tmashmem_barrier_all_on_stream(stream));
@@ -294,8 +315,7 @@ TEST_CASE("on-stream ops inside a captured CUDA graph, replayed with new data") 
   ok &= GPU_TEST_TM(
       tmashmem_getmem_on_stream(local + kGuard + dof, sym_src + so, bytes, prev, stream));
   ok &= GPU_TEST_TM(tmashmem_barrier_all_on_stream(stream));
-  ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-  ok &= ok && GPU_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  ok = graph.end(stream, ok);
   REQUIRE(all_ranks(ok));
 
   for (uint64_t replay = 1; replay <= 20; ++replay) {
@@ -304,7 +324,7 @@ TEST_CASE("on-stream ops inside a captured CUDA graph, replayed with new data") 
     ok &= GPU_TEST_CUDA(cudaMemcpyAsync(seed, &seed_value, 8, cudaMemcpyHostToDevice, stream));
     ok &= GPU_TEST_CUDA(fill_pattern(sym_dst, span, bg, 0, stream));
     ok &= GPU_TEST_CUDA(fill_pattern(local, span, bg_get, 0, stream));
-    ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
+    ok &= GPU_TEST_CUDA(cudaGraphLaunch(graph.exec, stream));
     ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
     std::vector<uint8_t> got(span);
     char what[64];
@@ -326,8 +346,6 @@ TEST_CASE("on-stream ops inside a captured CUDA graph, replayed with new data") 
     // closing barrier orders that.
   }
   CHECK(all_ranks(ok));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   ok &= sync_and_barrier();
   cudaStreamDestroy(stream);
   cudaFree(seed);
@@ -423,9 +441,8 @@ TEST_CASE(
     // New payload, barrier; payload k then signal k to the next PE; wait for each signal
     // from the previous PE and copy its payload on the SMs right after; copy the signals;
     // reset them; barrier.
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    CapturedGraph graph;
+    ok &= graph.begin(stream);
     fill_from_seed_kernel<<<64, 256, 0, stream>>>(sym_src, span, seed, salt_me);
     ok &= GPU_TEST_CUDA(cudaGetLastError());
     ok &= GPU_TEST_TM(tmashmem_barrier_all_on_stream(stream));
@@ -449,14 +466,13 @@ TEST_CASE(
       ok &= GPU_TEST_TM(tmashmem_signal_op_on_stream(sig + k, k == kSetLe ? kResetLe : 0,
                                                      TMASHMEM_SIGNAL_SET, s.me, stream));
     ok &= GPU_TEST_TM(tmashmem_barrier_all_on_stream(stream));
-    ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-    ok &= ok && GPU_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    ok = graph.end(stream, ok);
     REQUIRE(all_ranks(ok));
 
     // What the graph holds: 4 remote SETs + 5 resets as writes, EQ as one wait, GE and
     // GT as GEQ waits; or, with the kernels, no stream memory operation at all.
     MemOpCount count;
-    ok &= count_mem_ops(graph, &count);
+    ok &= count_mem_ops(graph.graph, &count);
     const MemOpCount expected = mem_ops ? MemOpCount{9, 1, 2, 0} : MemOpCount{};
     if (count.writes != expected.writes || count.waits_eq != expected.waits_eq ||
         count.waits_geq != expected.waits_geq || (!mem_ops && count.other != 0)) {
@@ -479,7 +495,7 @@ TEST_CASE(
       ok &= GPU_TEST_CUDA(fill_pattern(sym_dst, span, bg, 0, stream));
       ok &= GPU_TEST_CUDA(fill_pattern(snap, span, bg ^ 1, 0, stream));
       ok &= GPU_TEST_CUDA(cudaMemsetAsync(sig_snap, 0x5a, kSignals * sizeof(uint64_t), stream));
-      ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
+      ok &= GPU_TEST_CUDA(cudaGraphLaunch(graph.exec, stream));
       ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
       std::vector<uint8_t> got(span);
       char what[96];
@@ -503,9 +519,7 @@ TEST_CASE(
       }
     }
     CHECK(all_ranks(ok));
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    ok &= sync_and_barrier();
+      ok &= sync_and_barrier();
   }
   cudaStreamDestroy(stream);
   cudaFree(seed);

@@ -46,21 +46,20 @@ struct Batch {
 template <Op kOp, Scope kScope>
 __device__ void run_case(const tmashmem_ctx_t& ctx, const Case& c, uint8_t* sym, uint8_t* loc,
                          int pe, BulkStage stage) {
-  if constexpr (kOp == Op::Put) {
-    uint8_t* dst = sym + c.dst;
-    const uint8_t* src = loc + c.src;
-    if constexpr (kScope == Scope::Thread) tmashmem::putmem(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Warp) tmashmem::putmem_warp(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Block) tmashmem::putmem_block(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Nbi) tmashmem::putmem_nbi(ctx, dst, src, c.bytes, pe, stage);
-  } else {
-    uint8_t* dst = loc + c.dst;
-    const uint8_t* src = sym + c.src;
-    if constexpr (kScope == Scope::Thread) tmashmem::getmem(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Warp) tmashmem::getmem_warp(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Block) tmashmem::getmem_block(ctx, dst, src, c.bytes, pe);
-    if constexpr (kScope == Scope::Nbi) tmashmem::getmem_nbi(ctx, dst, src, c.bytes, pe, stage);
-  }
+  // A put reads local memory and writes the peer's symmetric copy; a get the other way.
+  constexpr bool kPut = kOp == Op::Put;
+  uint8_t* dst = kPut ? sym + c.dst : loc + c.dst;
+  const uint8_t* src = kPut ? loc + c.src : sym + c.src;
+  if constexpr (kPut && kScope == Scope::Thread) tmashmem::putmem(ctx, dst, src, c.bytes, pe);
+  if constexpr (kPut && kScope == Scope::Warp) tmashmem::putmem_warp(ctx, dst, src, c.bytes, pe);
+  if constexpr (kPut && kScope == Scope::Block) tmashmem::putmem_block(ctx, dst, src, c.bytes, pe);
+  if constexpr (kPut && kScope == Scope::Nbi)
+    tmashmem::putmem_nbi(ctx, dst, src, c.bytes, pe, stage);
+  if constexpr (!kPut && kScope == Scope::Thread) tmashmem::getmem(ctx, dst, src, c.bytes, pe);
+  if constexpr (!kPut && kScope == Scope::Warp) tmashmem::getmem_warp(ctx, dst, src, c.bytes, pe);
+  if constexpr (!kPut && kScope == Scope::Block) tmashmem::getmem_block(ctx, dst, src, c.bytes, pe);
+  if constexpr (!kPut && kScope == Scope::Nbi)
+    tmashmem::getmem_nbi(ctx, dst, src, c.bytes, pe, stage);
 }
 
 // Thread scope: thread t runs cases t, t + threads, ... Warp scope: warp w runs

@@ -83,6 +83,17 @@ CUresult map_rw(CUdeviceptr address, size_t bytes, CUmemGenericAllocationHandle 
   return cu().cuMemSetAccess(address, bytes, &d, 1);
 }
 
+// A new allocation of `bytes` with `prop`, mapped read-write at the start of a fresh
+// reservation of `reserve` bytes (0: `bytes`); each step REQUIREd. Returns the address.
+CUdeviceptr create_mapped(const CUmemAllocationProp& prop, size_t bytes,
+                          CUmemGenericAllocationHandle* h, size_t reserve = 0) {
+  REQUIRE(cu().cuMemCreate(h, bytes, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr base = 0;
+  REQUIRE(cu().cuMemAddressReserve(&base, reserve ? reserve : bytes, 0, 0, 0) == CUDA_SUCCESS);
+  REQUIRE(map_rw(base, bytes, *h) == CUDA_SUCCESS);
+  return base;
+}
+
 // The line of /proc/self/maps that holds `address` ("" if none): shows what is really
 // mapped there (a memfd shared mapping, or reserved PROT_NONE space) and its protection.
 std::string maps_line(CUdeviceptr address) {
@@ -356,10 +367,7 @@ TEST_CASE("emulated driver: memory lives until released and unmapped", "[emu]") 
   auto rng = tmashmem_test::make_rng(2);
   CUmemAllocationProp prop = prop_for(0, CU_MEM_HANDLE_TYPE_NONE);
   CUmemGenericAllocationHandle h = 0;
-  REQUIRE(cu().cuMemCreate(&h, kGran, &prop, 0) == CUDA_SUCCESS);
-  CUdeviceptr base = 0;
-  REQUIRE(cu().cuMemAddressReserve(&base, 2 * kGran, 0, 0, 0) == CUDA_SUCCESS);
-  REQUIRE(map_rw(base, kGran, h) == CUDA_SUCCESS);
+  const CUdeviceptr base = create_mapped(prop, kGran, &h, 2 * kGran);
   auto words = random_words(rng, kGran);
   std::memcpy(reinterpret_cast<void*>(base), words.data(), kGran);
 
@@ -397,10 +405,7 @@ TEST_CASE("emulated driver: an exported fd shares memory with another process", 
   const size_t bytes = 3 * kGran;
   CUmemAllocationProp prop = prop_for(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CUmemGenericAllocationHandle h = 0;
-  REQUIRE(cu().cuMemCreate(&h, bytes, &prop, 0) == CUDA_SUCCESS);
-  CUdeviceptr base = 0;
-  REQUIRE(cu().cuMemAddressReserve(&base, bytes, 0, 0, 0) == CUDA_SUCCESS);
-  REQUIRE(map_rw(base, bytes, h) == CUDA_SUCCESS);
+  const CUdeviceptr base = create_mapped(prop, bytes, &h);
   auto parent_words = random_words(rng, bytes / 2);
   auto child_words = random_words(rng, bytes / 2);
   std::memcpy(reinterpret_cast<void*>(base), parent_words.data(), bytes / 2);
@@ -502,10 +507,7 @@ TEST_CASE("emulated driver: fabric handles only where supported and exportable",
     CUmemAllocationProp prop =
         prop_for(0, CU_MEM_HANDLE_TYPE_FABRIC | CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CUmemGenericAllocationHandle h = 0;
-    REQUIRE(cu().cuMemCreate(&h, bytes, &prop, 0) == CUDA_SUCCESS);
-    CUdeviceptr base = 0;
-    REQUIRE(cu().cuMemAddressReserve(&base, bytes, 0, 0, 0) == CUDA_SUCCESS);
-    REQUIRE(map_rw(base, bytes, h) == CUDA_SUCCESS);
+    const CUdeviceptr base = create_mapped(prop, bytes, &h);
     CUmemFabricHandle f;
     REQUIRE(cu().cuMemExportToShareableHandle(&f, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) == CUDA_SUCCESS);
     emu::FabricHandleLayout layout;

@@ -162,33 +162,13 @@ TEST_CASE("fd channel: a process of the same user that is not a PE is refused an
       if (stranger == 0) {
         int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         sockaddr_un a;
-        std::memset(&a, 0, sizeof a);
-        a.sun_family = AF_UNIX;
         socklen_t len = 0;
-        if (target[0] == '@') {
-          std::memcpy(a.sun_path + 1, target.data() + 1, target.size() - 1);
-          len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + target.size());
-        } else {
-          std::memcpy(a.sun_path, target.c_str(), target.size() + 1);
-          len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + target.size() + 1);
-        }
+        if (!tmashmem::unix_socket_address(target, &a, &len)) _exit(2);
         int fd = memfd_create("stranger", MFD_CLOEXEC);
         FdMessage m{channel.job_id(), 1, 0, 4096};  // claims to be PE 0, right job id
-        iovec iov{&m, sizeof m};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr h{};
-        h.msg_name = &a;
-        h.msg_namelen = len;
-        h.msg_iov = &iov;
-        h.msg_iovlen = 1;
-        h.msg_control = control;
-        h.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&h);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        _exit(sendmsg(s, &h, 0) == static_cast<ssize_t>(sizeof m) ? 0 : 3);
+        _exit(tmashmem::send_fd_datagram(s, a, len, m, fd, 0) == static_cast<ssize_t>(sizeof m)
+                  ? 0
+                  : 3);
       }
       int status = 0;
       waitpid(stranger, &status, 0);

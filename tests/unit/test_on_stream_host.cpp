@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/catch.h"
+#include "common/env_guard.h"
 #include "common/test_util.h"
 #include "runtime/driver.h"
 #include "runtime/stream_kernels.h"
@@ -56,11 +57,12 @@ emu::Options quick_waits(bool mem_ops_64 = true) {
   return o;
 }
 
-struct EnvGuard {
-  EnvGuard(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~EnvGuard() { unsetenv(name); }
-  const char* name;
-};
+// COLLECTIVE: `words` zeroed symmetric words, REQUIREd on every PE.
+uint64_t* symmetric_words(size_t words) {
+  auto* p = static_cast<uint64_t*>(tmashmem_calloc(words, sizeof(uint64_t)));
+  REQUIRE(all_ranks(p != nullptr));
+  return p;
+}
 
 }  // namespace
 
@@ -166,8 +168,7 @@ TEST_CASE("on-stream host: without the device library every kernel and copy path
   EmulatedRuntime rt(quick_waits());
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
-  auto* sym = static_cast<uint64_t*>(tmashmem_calloc(64, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sym != nullptr));
+  uint64_t* sym = symmetric_words(64);
   uint64_t local[8] = {0};
   const int peer = (me + 1) % n;
   CHECK(no_kernels(tmashmem_putmem_on_stream(sym, local, 64, peer, some_stream()),
@@ -200,8 +201,7 @@ TEST_CASE("on-stream host: SET is a stream write into the peer's copy; EQ/GE/GT 
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
   constexpr int kSlots = 16;
-  auto* sig = static_cast<uint64_t*>(tmashmem_calloc(kSlots + 2, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sig != nullptr));
+  uint64_t* sig = symmetric_words(kSlots + 2);
   uint64_t* slots = sig + 1;  // sig[0] and sig[kSlots + 1] are guards
   auto rng = make_rng(0x0511);
   // Every PE sets slot [me] of every PE's copy to a value only it knows...
@@ -250,8 +250,7 @@ TEST_CASE("on-stream host: a stream wait ends when the peer's stream write lands
   EmulatedRuntime rt(o);
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   const int me = tmashmem_my_pe();
-  auto* sig = static_cast<uint64_t*>(tmashmem_calloc(1, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sig != nullptr));
+  uint64_t* sig = symmetric_words(1);
   uint64_t v = (make_rng(0x0512)() >> 2) | 1;
   MPI_Bcast(&v, 1, MPI_UINT64_T, 1, MPI_COMM_WORLD);
   bool ok = true;
@@ -273,8 +272,7 @@ TEST_CASE("on-stream host: TMASHMEM_STREAM_MEM_OPS=0 or a device without them ta
     if (variant == 0) off.reset(new EnvGuard("TMASHMEM_STREAM_MEM_OPS", "0"));
     EmulatedRuntime rt(quick_waits(/*mem_ops_64=*/variant == 0));
     REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-    auto* sig = static_cast<uint64_t*>(tmashmem_calloc(1, sizeof(uint64_t)));
-    REQUIRE(all_ranks(sig != nullptr));
+    uint64_t* sig = symmetric_words(1);
     CHECK(no_kernels(tmashmem_signal_op_on_stream(sig, 3, TMASHMEM_SIGNAL_SET, 0, nullptr),
                      "tmashmem_signal_op_on_stream"));
     CHECK(*sig == 0);
@@ -289,8 +287,7 @@ TEST_CASE("on-stream host: TMASHMEM_STREAM_MEM_OPS=0 or a device without them ta
 TEST_CASE("on-stream host: the signal calls leave the thread's current context as they found it") {
   EmulatedRuntime rt(quick_waits());
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  auto* sig = static_cast<uint64_t*>(tmashmem_calloc(1, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sig != nullptr));
+  uint64_t* sig = symmetric_words(1);
   const tmashmem::DriverApi& cu = tmashmem::driver();
   CUcontext runtime_context = nullptr;
   REQUIRE(cu.cuCtxGetCurrent(&runtime_context) == CUDA_SUCCESS);
@@ -321,8 +318,7 @@ TEST_CASE("on-stream host: destroyed, made-up and foreign streams are refused be
   EmulatedRuntime rt(o);
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
-  auto* sym = static_cast<uint64_t*>(tmashmem_calloc(8, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sym != nullptr));
+  uint64_t* sym = symmetric_words(8);
   uint64_t local[8] = {0};
   const int peer = (me + 1) % n;
   // (Created before the destroyed one, so that it cannot reuse that handle's address.)
@@ -344,14 +340,24 @@ TEST_CASE("on-stream host: destroyed, made-up and foreign streams are refused be
     for (int i = 0; i < 6; ++i) {
       tmashmem_status_t got = TMASHMEM_SUCCESS;
       switch (i) {
-        case 0: got = tmashmem_barrier_all_on_stream(s); break;
-        case 1: got = tmashmem_putmem_on_stream(sym, local, 8, peer, s); break;
-        case 2: got = tmashmem_getmem_on_stream(local, sym, 8, peer, s); break;
-        case 3: got = tmashmem_signal_op_on_stream(sym, 1, TMASHMEM_SIGNAL_SET, peer, s); break;
-        case 4: got = tmashmem_signal_wait_until_on_stream(sym, TMASHMEM_CMP_EQ, 0, s); break;
+        case 0:
+          got = tmashmem_barrier_all_on_stream(s);
+          break;
+        case 1:
+          got = tmashmem_putmem_on_stream(sym, local, 8, peer, s);
+          break;
+        case 2:
+          got = tmashmem_getmem_on_stream(local, sym, 8, peer, s);
+          break;
+        case 3:
+          got = tmashmem_signal_op_on_stream(sym, 1, TMASHMEM_SIGNAL_SET, peer, s);
+          break;
+        case 4:
+          got = tmashmem_signal_wait_until_on_stream(sym, TMASHMEM_CMP_EQ, 0, s);
+          break;
         default:
-          got = tmashmem_signal_wait_until_on_stream_timeout(sym, TMASHMEM_CMP_EQ, 0, 1000,
-                                                             &status, s);
+          got = tmashmem_signal_wait_until_on_stream_timeout(sym, TMASHMEM_CMP_EQ, 0, 1000, &status,
+                                                             s);
       }
       bool ok = failed_with(got, want, parts) && contains(tmashmem_last_error(), names[i]);
       if (!ok) std::printf("  (call %s)\n", names[i]);
@@ -368,10 +374,10 @@ TEST_CASE("on-stream host: destroyed, made-up and foreign streams are refused be
   for (int i = 0; i < 8; ++i) CHECK(sym[i] == 0);
   CHECK(status == -1);
   // The special handles pass the stream check (and then reach the kernel path, absent here).
-  for (tmashmem_stream_t s : {static_cast<tmashmem_stream_t>(nullptr),
-                              reinterpret_cast<tmashmem_stream_t>(CU_STREAM_LEGACY),
-                              reinterpret_cast<tmashmem_stream_t>(CU_STREAM_PER_THREAD),
-                              some_stream()})
+  for (tmashmem_stream_t s :
+       {static_cast<tmashmem_stream_t>(nullptr),
+        reinterpret_cast<tmashmem_stream_t>(CU_STREAM_LEGACY),
+        reinterpret_cast<tmashmem_stream_t>(CU_STREAM_PER_THREAD), some_stream()})
     CHECK(no_kernels(tmashmem_barrier_all_on_stream(s), "tmashmem_barrier_all_on_stream"));
   CHECK(tmashmem_free(sym) == TMASHMEM_SUCCESS);
 }
@@ -385,8 +391,7 @@ TEST_CASE("on-stream host: the bounded wait checks its arguments, then needs the
   CHECK(contains(tmashmem_last_error(), call));
   EmulatedRuntime rt(quick_waits());
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  auto* sym = static_cast<uint64_t*>(tmashmem_calloc(8, sizeof(uint64_t)));
-  REQUIRE(all_ranks(sym != nullptr));
+  uint64_t* sym = symmetric_words(8);
   auto wait = [&](uint64_t* sig, int cmp, uint64_t timeout_ns, int32_t* st) {
     return tmashmem_signal_wait_until_on_stream_timeout(sig, cmp, 1, timeout_ns, st, nullptr);
   };

@@ -92,6 +92,22 @@ std::string rejected(const tmashmem_tensor_desc_t* d, const std::vector<std::str
   return message;
 }
 
+// A per-dimension field of range [lo, hi] is rejected just outside it: `below` (lo - 1) in
+// dimension 1 and `above` (hi + 1) in dimension 2, each message naming the entry, its
+// value and `range`.
+template <typename T>
+void out_of_range_rejected(T (tmashmem_tensor_desc_t::*field)[TMASHMEM_TENSOR_MAX_RANK],
+                           const char* name, T below, T above, const char* range) {
+  const T values[] = {below, above};
+  for (int i = 0; i < 2; ++i) {
+    tmashmem_tensor_desc_t d = simple();
+    (d.*field)[i + 1] = values[i];
+    rejected(&d, {std::string("desc.") + name + "[" + std::to_string(i + 1) +
+                      "] = " + std::to_string(values[i]),
+                  range});
+  }
+}
+
 const tmashmem_dtype_t kAllDtypes[] = {
     TMASHMEM_DTYPE_U8,      TMASHMEM_DTYPE_U16,  TMASHMEM_DTYPE_U32,     TMASHMEM_DTYPE_I32,
     TMASHMEM_DTYPE_U64,     TMASHMEM_DTYPE_I64,  TMASHMEM_DTYPE_F16,     TMASHMEM_DTYPE_F32,
@@ -283,12 +299,8 @@ TEST_CASE("tensor desc rule: entries beyond rank are zero") {
 }
 
 TEST_CASE("tensor desc rule: dims 1..2^32") {
-  tmashmem_tensor_desc_t d = simple();
-  d.dims[1] = 0;
-  rejected(&d, {"desc.dims[1] = 0", "1..2^32"});
-  d = simple();
-  d.dims[2] = (uint64_t(1) << 32) + 1;
-  rejected(&d, {"desc.dims[2] = 4294967297", "1..2^32"});
+  out_of_range_rejected<uint64_t>(&tmashmem_tensor_desc_t::dims, "dims", 0, (uint64_t(1) << 32) + 1,
+                                  "1..2^32");
 }
 
 TEST_CASE("tensor desc rule: byte strides are positive multiples of 16") {
@@ -319,21 +331,12 @@ TEST_CASE("tensor desc rule: byte strides below 2^40") {
 }
 
 TEST_CASE("tensor desc rule: box 1..256") {
-  tmashmem_tensor_desc_t d = simple();
-  d.box[1] = 0;
-  rejected(&d, {"desc.box[1] = 0", "1..256"});
-  d = simple();
-  d.box[2] = 257;
-  rejected(&d, {"desc.box[2] = 257", "1..256"});
+  out_of_range_rejected<uint32_t>(&tmashmem_tensor_desc_t::box, "box", 0, 257, "1..256");
 }
 
 TEST_CASE("tensor desc rule: element strides 1..8") {
-  tmashmem_tensor_desc_t d = simple();
-  d.element_strides[1] = 0;
-  rejected(&d, {"desc.element_strides[1] = 0", "1..8"});
-  d = simple();
-  d.element_strides[2] = 9;
-  rejected(&d, {"desc.element_strides[2] = 9", "1..8"});
+  out_of_range_rejected<uint32_t>(&tmashmem_tensor_desc_t::element_strides, "element_strides", 0, 9,
+                                  "1..8");
 }
 
 TEST_CASE("tensor desc rule: element_strides[0] is 1") {

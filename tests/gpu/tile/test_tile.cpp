@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/catch.h"
@@ -62,6 +63,12 @@ struct Runtime {
   ~Runtime() {
     if (ok) tmashmem_finalize();
   }
+  // REQUIREs the runtime up on every PE; returns the test case's generator, seeded from the
+  // run's seed and the case's `salt`.
+  std::mt19937_64 require_up(uint64_t salt) const {
+    REQUIRE(tmashmem_test::all_ranks(ok));
+    return std::mt19937_64(tmashmem_test::run_seed() ^ salt);
+  }
 };
 
 template <typename T>
@@ -103,21 +110,11 @@ bool kernel_status_ok(const DeviceArray<KernelStatus>& s, const char* what) {
 // ---------------------------------------------------------------------------------------
 // Host model of a tensor and its tiles
 
+// The test's own model of each dtype's element size, in tmashmem_dtype_t's order.
 uint32_t elem_bytes(uint32_t dtype) {
-  switch (dtype) {
-    case TMASHMEM_DTYPE_U8:
-      return 1;
-    case TMASHMEM_DTYPE_U16:
-    case TMASHMEM_DTYPE_F16:
-    case TMASHMEM_DTYPE_BF16:
-      return 2;
-    case TMASHMEM_DTYPE_U64:
-    case TMASHMEM_DTYPE_I64:
-    case TMASHMEM_DTYPE_F64:
-      return 8;
-    default:
-      return 4;
-  }
+  static const uint32_t bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  static_assert(sizeof bytes / sizeof bytes[0] == TMASHMEM_DTYPE_COUNT, "one size per dtype");
+  return dtype < TMASHMEM_DTYPE_COUNT ? bytes[dtype] : 4;
 }
 
 bool is_float(uint32_t dtype) {
@@ -403,6 +400,17 @@ size_t tile_errors(const Case& c, const uint8_t* tile, const int32_t* origin,
 
 struct Views {
   std::vector<tmashmem_tensor_t> views;
+  // COLLECTIVE: one view of case `c`'s tensor in each of the `slots` slots of `dst`
+  // (slot p at dst + p * c.slot_bytes, after its guard).
+  void add_slots(uint8_t* dst, const Case& c, int slots) {
+    for (int p = 0; p < slots; ++p) {
+      tmashmem_tensor_t v = nullptr;
+      const tmashmem_status_t st =
+          tmashmem_tensor_view(dst + static_cast<size_t>(p) * c.slot_bytes + kGuard, &c.desc, &v);
+      REQUIRE(tmashmem_test::all_ranks(st == TMASHMEM_SUCCESS));
+      views.push_back(v);
+    }
+  }
   // Destroys every view, checking each; the memory under them is freed after.
   void destroy_checked() {
     for (tmashmem_tensor_t v : views) CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
@@ -412,6 +420,48 @@ struct Views {
     for (tmashmem_tensor_t v : views) tmashmem_tensor_destroy(v);
   }
 };
+
+// A case's source tensor, created collectively, with PE q's contents images[q] (known on
+// every PE, for the model); this PE's image is uploaded.
+struct Source {
+  tmashmem_tensor_t tensor = nullptr;
+  tmashmem_tensor_handle_t handle{};
+  std::vector<std::vector<uint8_t>> images;  // by PE
+};
+
+Source upload_source(const Case& c, std::vector<std::vector<uint8_t>> images) {
+  Source src;
+  src.images = std::move(images);
+  REQUIRE(
+      tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src.tensor) == TMASHMEM_SUCCESS));
+  CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src.tensor),
+                        src.images[static_cast<size_t>(tmashmem_my_pe())].data(), c.extent,
+                        cudaMemcpyHostToDevice));
+  REQUIRE(tmashmem_tensor_handle(src.tensor, &src.handle) == TMASHMEM_SUCCESS);
+  return src;
+}
+
+// Every PE's image of a copy test: random bytes (seeded by the case, `what` and the PE)
+// that a copy moves exactly (make_copy_exact).
+std::vector<std::vector<uint8_t>> copy_images(const Case& c, uint64_t case_seed, const char* what) {
+  std::vector<std::vector<uint8_t>> images(static_cast<size_t>(tmashmem_n_pes()));
+  for (size_t q = 0; q < images.size(); ++q) {
+    images[q] = random_bytes(data_seed(case_seed, what, static_cast<int>(q)), c.extent);
+    make_copy_exact(images[q], c);
+  }
+  return images;
+}
+
+// One job of the tile kernels: get the tile at origin `t` from `get_pe` (-1: none), put it
+// to `put_pe` (-1: none), dump it to slot `out_index` (-1: none).
+TileJob tile_job(int get_pe, int put_pe, const std::vector<int32_t>& t, int32_t out_index) {
+  TileJob j{};
+  j.get_pe = get_pe;
+  j.put_pe = put_pe;
+  for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
+  j.out_index = out_index;
+  return j;
+}
 
 // ---------------------------------------------------------------------------------------
 // The exchange: every PE gets tiles from every PE and puts them into the next PE
@@ -424,15 +474,8 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
   INFO("case: " << c.name);
   bool ok = true;
 
-  tmashmem_tensor_t src = nullptr;
-  REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src) == TMASHMEM_SUCCESS));
-  std::vector<std::vector<uint8_t>> src_bytes(static_cast<size_t>(n));
-  for (int q = 0; q < n; ++q) {
-    src_bytes[static_cast<size_t>(q)] = random_bytes(data_seed(case_seed, "src", q), c.extent);
-    make_copy_exact(src_bytes[static_cast<size_t>(q)], c);
-  }
-  CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src), src_bytes[static_cast<size_t>(me)].data(),
-                        c.extent, cudaMemcpyHostToDevice));
+  const Source src = upload_source(c, copy_images(c, case_seed, "src"));
+  const std::vector<std::vector<uint8_t>>& src_bytes = src.images;
 
   const size_t dst_bytes = c.slot_bytes * static_cast<size_t>(n);
   uint8_t* dst = static_cast<uint8_t*>(tmashmem_malloc(dst_bytes));
@@ -440,15 +483,9 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
   std::vector<uint8_t> want = random_bytes(data_seed(case_seed, "dst", me), dst_bytes);
   CUDA_CHECK(cudaMemcpy(dst, want.data(), dst_bytes, cudaMemcpyHostToDevice));
   Views views;
-  for (int p = 0; p < n; ++p) {
-    tmashmem_tensor_t v = nullptr;
-    tmashmem_status_t st =
-        tmashmem_tensor_view(dst + static_cast<size_t>(p) * c.slot_bytes + kGuard, &c.desc, &v);
-    REQUIRE(tmashmem_test::all_ranks(st == TMASHMEM_SUCCESS));
-    views.views.push_back(v);
-  }
-  tmashmem_tensor_handle_t src_h, dst_h;
-  REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
+  views.add_slots(dst, c, n);
+  const tmashmem_tensor_handle_t& src_h = src.handle;
+  tmashmem_tensor_handle_t dst_h;
   REQUIRE(tmashmem_tensor_handle(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
   REQUIRE(src_h.box_bytes == c.box_bytes);
   REQUIRE(src_h.smem_bytes == c.smem_bytes);
@@ -456,14 +493,9 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
   const auto tiles = edge_tiles(c);
   std::vector<TileJob> jobs;
   for (int q = 0; q < n; ++q)
-    for (const auto& t : tiles) {
-      TileJob j{};
-      j.get_pe = q;
-      j.put_pe = get_only || !writable(t) ? -1 : (q + 1) % n;
-      for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-      j.out_index = static_cast<int32_t>(jobs.size());
-      jobs.push_back(j);
-    }
+    for (const auto& t : tiles)
+      jobs.push_back(tile_job(q, get_only || !writable(t) ? -1 : (q + 1) % n, t,
+                              static_cast<int32_t>(jobs.size())));
   DeviceArray<TileJob> jobs_d(jobs);
   DeviceArray<uint8_t> dump(jobs.size() * c.smem_bytes);
   DeviceArray<KernelStatus> status(1);
@@ -508,54 +540,10 @@ bool run_exchange(const Case& c, uint64_t case_seed, bool get_only) {
     ok &= device_same_bytes(dst, want, c.name + ": destination (tensor, padding and guards)");
   }
   views.destroy_checked();
-  CHECK(tmashmem_tensor_destroy(src) == TMASHMEM_SUCCESS);
+  CHECK(tmashmem_tensor_destroy(src.tensor) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;
 }
-
-}  // namespace
-
-TEST_CASE("tile: get and put of every dtype at ranks 1..5, all PEs exchanging at every edge") {
-  Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0x7117);
-  int index = 0;
-  for (uint32_t dtype = 0; dtype < TMASHMEM_DTYPE_COUNT; ++dtype)
-    for (uint32_t rank = 1; rank <= 5; ++rank, ++index) {
-      const uint32_t swizzle = static_cast<uint32_t>(index % 4);
-      const bool nan_fill = is_float(dtype) && index % 3 == 0;
-      Case c = make_case(rng, dtype, rank, swizzle, nan_fill, index % 2 == 0, true);
-      CHECK(run_exchange(c, rng(), false));
-    }
-}
-
-TEST_CASE("tile: every swizzle with several box shapes") {
-  Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0x5e1e);
-  const uint32_t dtypes[] = {TMASHMEM_DTYPE_U8, TMASHMEM_DTYPE_F16, TMASHMEM_DTYPE_F32,
-                             TMASHMEM_DTYPE_U64};
-  for (uint32_t swizzle = 0; swizzle <= 3; ++swizzle)
-    for (uint32_t rank = 1; rank <= 5; ++rank)
-      for (int shape = 0; shape < 2; ++shape) {
-        Case c = make_case(rng, dtypes[(swizzle + rank + static_cast<uint32_t>(shape)) % 4], rank,
-                           swizzle, false, shape == 0, true);
-        CHECK(run_exchange(c, rng(), false));
-      }
-}
-
-TEST_CASE("tile: element strides skip elements in gets") {
-  Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0xe5);
-  for (uint32_t rank = 2; rank <= 5; ++rank)
-    for (uint32_t dtype : {TMASHMEM_DTYPE_U16, TMASHMEM_DTYPE_F32}) {
-      Case c = make_case(rng, dtype, rank, 0, false, false, false, 3);
-      CHECK(run_exchange(c, rng(), true));
-    }
-}
-
-namespace {
 
 // ---------------------------------------------------------------------------------------
 // Reduce
@@ -717,10 +705,7 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
     std::mt19937_64 vr(data_seed(case_seed, "rsrc", same_source ? 0 : q));
     fill_values(s, 0, c, vr, op);
   }
-  tmashmem_tensor_t src = nullptr;
-  REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src) == TMASHMEM_SUCCESS));
-  CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src), src_bytes[static_cast<size_t>(me)].data(),
-                        c.extent, cudaMemcpyHostToDevice));
+  const Source src = upload_source(c, src_bytes);
   uint8_t* dst = static_cast<uint8_t*>(tmashmem_malloc(c.slot_bytes));
   REQUIRE(tmashmem_test::all_ranks(dst != nullptr));
   std::vector<uint8_t> want = random_bytes(data_seed(case_seed, "rdst", me), c.slot_bytes);
@@ -732,21 +717,14 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
   REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_view(dst + kGuard, &c.desc, &v) ==
                                    TMASHMEM_SUCCESS));
   views.views.push_back(v);
-  tmashmem_tensor_handle_t src_h, dst_h;
-  REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
+  const tmashmem_tensor_handle_t& src_h = src.handle;
+  tmashmem_tensor_handle_t dst_h;
   REQUIRE(tmashmem_tensor_handle(v, &dst_h) == TMASHMEM_SUCCESS);
 
   const auto tiles = grid_edge_tiles(c);
   std::vector<TileJob> jobs;
   for (int q = 0; q < n; ++q)
-    for (const auto& t : tiles) {
-      TileJob j{};
-      j.get_pe = me;
-      j.put_pe = q;
-      for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-      j.out_index = -1;
-      jobs.push_back(j);
-    }
+    for (const auto& t : tiles) jobs.push_back(tile_job(me, q, t, -1));
   DeviceArray<TileJob> jobs_d(jobs);
   DeviceArray<KernelStatus> status(1);
   REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
@@ -773,32 +751,10 @@ bool run_reduce(ReduceOpId op, const Case& c, uint64_t case_seed) {
                           std::string("reduce ") + op_name(op) + " " + c.name + ": destination");
   views.views.clear();
   CHECK(tmashmem_tensor_destroy(v) == TMASHMEM_SUCCESS);
-  CHECK(tmashmem_tensor_destroy(src) == TMASHMEM_SUCCESS);
+  CHECK(tmashmem_tensor_destroy(src.tensor) == TMASHMEM_SUCCESS);
   CHECK(tmashmem_free(dst) == TMASHMEM_SUCCESS);
   return ok;
 }
-
-}  // namespace
-
-TEST_CASE("tile: reduce of every supported op and dtype, all PEs into all PEs at once") {
-  Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0x4ed);
-  int index = 0;
-  for (int o = 0; o < 8; ++o)
-    for (uint32_t dtype = 0; dtype < TMASHMEM_DTYPE_COUNT; ++dtype) {
-      const ReduceOpId op = static_cast<ReduceOpId>(o);
-      if (!reduce_supported(op, dtype)) continue;
-      for (int repeat = 0; repeat < 2; ++repeat, ++index) {
-        const uint32_t rank = 1 + static_cast<uint32_t>(index % 5);
-        Case c = make_case(rng, dtype, rank, static_cast<uint32_t>(rng() % 4), false,
-                           rng() % 2 == 0, true);
-        CHECK(run_reduce(op, c, rng()));
-      }
-    }
-}
-
-namespace {
 
 // ---------------------------------------------------------------------------------------
 // Put with signal
@@ -827,13 +783,7 @@ bool run_signal(const Case& c, uint32_t round) {
   uint64_t* signal = static_cast<uint64_t*>(tmashmem_calloc(static_cast<size_t>(n), 8));
   REQUIRE(tmashmem_test::all_ranks(dst != nullptr && signal != nullptr));
   Views views;
-  for (int p = 0; p < n; ++p) {
-    tmashmem_tensor_t v = nullptr;
-    tmashmem_status_t st =
-        tmashmem_tensor_view(dst + static_cast<size_t>(p) * c.slot_bytes + kGuard, &c.desc, &v);
-    REQUIRE(tmashmem_test::all_ranks(st == TMASHMEM_SUCCESS));
-    views.views.push_back(v);
-  }
+  views.add_slots(dst, c, n);
   tmashmem_tensor_handle_t dst_h;
   REQUIRE(tmashmem_tensor_handle(views.views[static_cast<size_t>(me)], &dst_h) == TMASHMEM_SUCCESS);
   const LayoutParams layout = layout_of(c);
@@ -893,10 +843,66 @@ bool run_signal(const Case& c, uint32_t round) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------
+// The test cases
+
+TEST_CASE("tile: get and put of every dtype at ranks 1..5, all PEs exchanging at every edge") {
+  Runtime rt;
+  std::mt19937_64 rng = rt.require_up(0x7117);
+  int index = 0;
+  for (uint32_t dtype = 0; dtype < TMASHMEM_DTYPE_COUNT; ++dtype)
+    for (uint32_t rank = 1; rank <= 5; ++rank, ++index) {
+      const uint32_t swizzle = static_cast<uint32_t>(index % 4);
+      const bool nan_fill = is_float(dtype) && index % 3 == 0;
+      Case c = make_case(rng, dtype, rank, swizzle, nan_fill, index % 2 == 0, true);
+      CHECK(run_exchange(c, rng(), false));
+    }
+}
+
+TEST_CASE("tile: every swizzle with several box shapes") {
+  Runtime rt;
+  std::mt19937_64 rng = rt.require_up(0x5e1e);
+  const uint32_t dtypes[] = {TMASHMEM_DTYPE_U8, TMASHMEM_DTYPE_F16, TMASHMEM_DTYPE_F32,
+                             TMASHMEM_DTYPE_U64};
+  for (uint32_t swizzle = 0; swizzle <= 3; ++swizzle)
+    for (uint32_t rank = 1; rank <= 5; ++rank)
+      for (int shape = 0; shape < 2; ++shape) {
+        Case c = make_case(rng, dtypes[(swizzle + rank + static_cast<uint32_t>(shape)) % 4], rank,
+                           swizzle, false, shape == 0, true);
+        CHECK(run_exchange(c, rng(), false));
+      }
+}
+
+TEST_CASE("tile: element strides skip elements in gets") {
+  Runtime rt;
+  std::mt19937_64 rng = rt.require_up(0xe5);
+  for (uint32_t rank = 2; rank <= 5; ++rank)
+    for (uint32_t dtype : {TMASHMEM_DTYPE_U16, TMASHMEM_DTYPE_F32}) {
+      Case c = make_case(rng, dtype, rank, 0, false, false, false, 3);
+      CHECK(run_exchange(c, rng(), true));
+    }
+}
+
+TEST_CASE("tile: reduce of every supported op and dtype, all PEs into all PEs at once") {
+  Runtime rt;
+  std::mt19937_64 rng = rt.require_up(0x4ed);
+  int index = 0;
+  for (int o = 0; o < 8; ++o)
+    for (uint32_t dtype = 0; dtype < TMASHMEM_DTYPE_COUNT; ++dtype) {
+      const ReduceOpId op = static_cast<ReduceOpId>(o);
+      if (!reduce_supported(op, dtype)) continue;
+      for (int repeat = 0; repeat < 2; ++repeat, ++index) {
+        const uint32_t rank = 1 + static_cast<uint32_t>(index % 5);
+        Case c = make_case(rng, dtype, rank, static_cast<uint32_t>(rng() % 4), false,
+                           rng() % 2 == 0, true);
+        CHECK(run_reduce(op, c, rng()));
+      }
+    }
+}
+
 TEST_CASE("tile: a PE that sees a put's signal sees the whole tile") {
   Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0x5167);
+  std::mt19937_64 rng = rt.require_up(0x5167);
   uint32_t round = 1;
   for (uint32_t rank = 1; rank <= 5; ++rank)
     for (uint32_t dtype : {TMASHMEM_DTYPE_U8, TMASHMEM_DTYPE_F32, TMASHMEM_DTYPE_U64}) {
@@ -907,9 +913,8 @@ TEST_CASE("tile: a PE that sees a put's signal sees the whole tile") {
 
 TEST_CASE("tile: cluster multicast delivers one read to every CTA, clusters of 2 and 4") {
   Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
+  std::mt19937_64 rng = rt.require_up(0x3c);
   const int me = tmashmem_my_pe(), n = tmashmem_n_pes();
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0x3c);
   for (int cluster : {2, 4})
     for (int shape = 0; shape < 3; ++shape) {
       const uint32_t dtype = shape == 0   ? TMASHMEM_DTYPE_F32
@@ -919,33 +924,19 @@ TEST_CASE("tile: cluster multicast delivers one read to every CTA, clusters of 2
                          shape != 2, false);
       INFO("cluster " << cluster << ", case: " << c.name);
       const uint64_t case_seed = rng();
-      tmashmem_tensor_t src = nullptr;
-      REQUIRE(tmashmem_test::all_ranks(tmashmem_tensor_create(&c.desc, &src) == TMASHMEM_SUCCESS));
-      std::vector<std::vector<uint8_t>> src_bytes(static_cast<size_t>(n));
-      for (int q = 0; q < n; ++q) {
-        src_bytes[static_cast<size_t>(q)] = random_bytes(data_seed(case_seed, "mc", q), c.extent);
-        make_copy_exact(src_bytes[static_cast<size_t>(q)], c);
-      }
-      CUDA_CHECK(cudaMemcpy(tmashmem_tensor_data(src), src_bytes[static_cast<size_t>(me)].data(),
-                            c.extent, cudaMemcpyHostToDevice));
-      tmashmem_tensor_handle_t src_h;
-      REQUIRE(tmashmem_tensor_handle(src, &src_h) == TMASHMEM_SUCCESS);
+      const Source src = upload_source(c, copy_images(c, case_seed, "mc"));
+      const std::vector<std::vector<uint8_t>>& src_bytes = src.images;
       const int n_clusters = 3;
       const auto tiles = edge_tiles(c);
       std::vector<TileJob> jobs;
       for (int k = 0; k < n_clusters * cluster; ++k) {
-        TileJob j{};
-        j.get_pe = (me + k) % n;
-        j.put_pe = -1;
-        const auto& t = tiles[rng() % tiles.size()];
-        for (int i = 0; i < 5; ++i) j.coords[i] = t[static_cast<size_t>(i)];
-        jobs.push_back(j);
+        jobs.push_back(tile_job((me + k) % n, -1, tiles[rng() % tiles.size()], 0));
       }
       DeviceArray<TileJob> jobs_d(jobs);
       DeviceArray<uint8_t> dump(static_cast<size_t>(n_clusters * cluster * cluster) * c.smem_bytes);
       DeviceArray<KernelStatus> status(1);
       REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
-      CUDA_CHECK(tile_test::launch_multicast(src_h, jobs_d.ptr, cluster, n_clusters, dump.ptr,
+      CUDA_CHECK(tile_test::launch_multicast(src.handle, jobs_d.ptr, cluster, n_clusters, dump.ptr,
                                              c.smem_bytes, status.ptr, kTimeoutNs));
       CUDA_CHECK(cudaDeviceSynchronize());
       CHECK(kernel_status_ok(status, "multicast kernel"));
@@ -962,14 +953,13 @@ TEST_CASE("tile: cluster multicast delivers one read to every CTA, clusters of 2
       if (bad) std::printf("[PE %d] multicast %s: %zu wrong elements\n", me, c.name.c_str(), bad);
       CHECK(bad == 0);
       REQUIRE(tmashmem_test::all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
-      CHECK(tmashmem_tensor_destroy(src) == TMASHMEM_SUCCESS);
+      CHECK(tmashmem_tensor_destroy(src.tensor) == TMASHMEM_SUCCESS);
     }
 }
 
 TEST_CASE("tile: DSMEM bulk copy into the next CTA of clusters of 2 and 4") {
   Runtime rt;
-  REQUIRE(tmashmem_test::all_ranks(rt.ok));
-  std::mt19937_64 rng(tmashmem_test::run_seed() ^ 0xd5);
+  std::mt19937_64 rng = rt.require_up(0xd5);
   for (int cluster : {2, 4})
     for (uint32_t bytes : {16u, 4096u, 16u * (1u + static_cast<uint32_t>(rng() % 2048))}) {
       INFO("cluster " << cluster << ", " << bytes << " bytes");

@@ -11,8 +11,8 @@
 
 #include <array>
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,8 +102,8 @@ struct State {
   std::map<uintptr_t, bool> multicast_windows;  // reservations that held a multicast mapping
   std::array<int, 16> multicast_step_calls{};   // by MulticastStep, for injected failures
   std::vector<std::string> multicast_log;
-  std::map<CUstream, int> streams;               // create_stream's live streams -> device
-  int mem_creates = 0;                           // cuMemCreate calls so far
+  std::map<CUstream, int> streams;  // create_stream's live streams -> device
+  int mem_creates = 0;              // cuMemCreate calls so far
 };
 
 // One mutex around everything: the runtime may call the driver from several threads, and
@@ -328,30 +328,34 @@ void refresh_multicast_views(State& s, CUmemGenericAllocationHandle handle) {
   }
 }
 
-// True for the team memfd of an emulated multicast object.
-bool is_multicast_fd(int fd) {
+// What follows "/memfd:<prefix>" in the link target of `fd` (a memfd named <prefix>...),
+// or false for any other fd.
+bool memfd_name_rest(int fd, const char* prefix, std::string* rest) {
   char link[64], target[256];
   std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = ::readlink(link, target, sizeof target - 1);
+  const ssize_t n = ::readlink(link, target, sizeof target - 1);
   if (n <= 0) return false;
   target[n] = '\0';
-  std::string expected = std::string("/memfd:") + kMulticastMemfdName;
-  return std::strncmp(target, expected.c_str(), expected.size()) == 0;
+  const std::string expected = std::string("/memfd:") + prefix;
+  if (std::strncmp(target, expected.c_str(), expected.size()) != 0) return false;
+  *rest = target + expected.size();
+  return true;
+}
+
+// True for the team memfd of an emulated multicast object.
+bool is_multicast_fd(int fd) {
+  std::string rest;
+  return memfd_name_rest(fd, kMulticastMemfdName, &rest);
 }
 
 // The creating device recorded in the name of an emulator memfd ("/memfd:<prefix><N>"), so
 // an importer in another process knows where the memory lives. False for any other fd.
 bool memfd_device(int fd, int* device) {
-  char link[64], target[256];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = ::readlink(link, target, sizeof target - 1);
-  if (n <= 0) return false;
-  target[n] = '\0';
-  std::string expected = std::string("/memfd:") + kMemfdPrefix;
-  if (std::strncmp(target, expected.c_str(), expected.size()) != 0) return false;
+  std::string rest;
+  if (!memfd_name_rest(fd, kMemfdPrefix, &rest)) return false;
   char* end = nullptr;
-  long d = std::strtol(target + expected.size(), &end, 10);
-  if (end == target + expected.size() || d < 0 || d >= kMaxDevices) return false;
+  const long d = std::strtol(rest.c_str(), &end, 10);
+  if (end == rest.c_str() || d < 0 || d >= kMaxDevices) return false;
   *device = static_cast<int>(d);
   return true;
 }
@@ -391,12 +395,26 @@ CUresult adopt_imported_fd(State& s, int fd, unsigned type, CUmemGenericAllocati
   if (!(out)) return CUDA_ERROR_INVALID_VALUE; \
   if (!valid_device(s, device)) return CUDA_ERROR_INVALID_DEVICE
 
+// A query of `device` whose whole answer is `value`, through `out`.
+#define EMU_DEVICE_ANSWER(out, device, value) \
+  EMU_ENTER_DEVICE_QUERY(out, device);        \
+  *(out) = (value);                           \
+  return CUDA_SUCCESS
+
 // EMU_ENTER for a call that counts in Counts::multicast_calls (counted even when it fails).
 #define EMU_ENTER_MULTICAST()                                               \
   std::lock_guard<std::mutex> emu_lock_(g_mutex);                           \
   ++g_multicast_calls;                                                      \
   if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED; \
   State& s = *g_state
+
+// Whether `handle` is a multicast object's: a call on one counts in Counts::multicast_calls
+// (entry points that take either kind of handle). Under the emulator lock.
+bool counted_multicast(State& s, CUmemGenericAllocationHandle handle) {
+  if (!find_multicast(s, handle)) return false;
+  ++g_multicast_calls;
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------
 // Entry points. Declared from the table's own signatures: a table entry without an emu_
@@ -487,9 +505,7 @@ CUresult emu_cuDeviceGetCount(int* count) {
 }
 
 CUresult emu_cuDeviceGet(CUdevice* device, int ordinal) {
-  EMU_ENTER_DEVICE_QUERY(device, ordinal);
-  *device = ordinal;
-  return CUDA_SUCCESS;
+  EMU_DEVICE_ANSWER(device, ordinal, ordinal);
 }
 
 CUresult emu_cuDeviceGetName(char* name, int length, CUdevice device) {
@@ -574,9 +590,7 @@ CUresult emu_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUde
 }
 
 CUresult emu_cuDeviceTotalMem(size_t* bytes, CUdevice device) {
-  EMU_ENTER_DEVICE_QUERY(bytes, device);
-  *bytes = s.options.device_memory_bytes;
-  return CUDA_SUCCESS;
+  EMU_DEVICE_ANSWER(bytes, device, s.options.device_memory_bytes);
 }
 
 CUresult emu_cuDeviceCanAccessPeer(int* can, CUdevice device, CUdevice peer) {
@@ -724,6 +738,18 @@ CUresult emu_cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
 // -- Virtual memory management
 
 // Checks a CUmemAllocationProp the way cuMemCreate and the granularity query do.
+// Requested handle types this machine can export: no Windows handles, and POSIX fds or
+// fabric handles only where the options say the device supports them.
+CUresult check_handle_types(const State& s, unsigned types) {
+  if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !s.options.posix_fd_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !s.options.fabric_supported)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return CUDA_SUCCESS;
+}
+
 CUresult check_prop(const State& s, const CUmemAllocationProp* prop) {
   if (!prop) return CUDA_ERROR_INVALID_VALUE;
   if (!s.options.vmm_supported) return CUDA_ERROR_NOT_SUPPORTED;
@@ -754,13 +780,9 @@ CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
   if (!handle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = check_prop(s, prop);
   if (r != CUDA_SUCCESS) return r;
-  unsigned types = static_cast<unsigned>(prop->requestedHandleTypes);
-  if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if ((types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !s.options.posix_fd_supported)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !s.options.fabric_supported)
-    return CUDA_ERROR_NOT_SUPPORTED;
+  const unsigned types = static_cast<unsigned>(prop->requestedHandleTypes);
+  r = check_handle_types(s, types);
+  if (r != CUDA_SUCCESS) return r;
   if (bytes == 0 || bytes % s.options.granularity != 0) return CUDA_ERROR_INVALID_VALUE;
   int device = prop->location.id;
   size_t& used = s.used_bytes[static_cast<size_t>(device)];
@@ -790,11 +812,8 @@ CUresult emu_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
 }
 
 CUresult emu_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  std::lock_guard<std::mutex> emu_lock_(g_mutex);
-  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  State& s = *g_state;
-  if (find_multicast(s, handle)) {
-    ++g_multicast_calls;
+  EMU_ENTER();
+  if (counted_multicast(s, handle)) {
     Multicast* mc = live_multicast(s, handle);
     if (!mc) return CUDA_ERROR_INVALID_VALUE;
     mc->handle_live = false;
@@ -810,37 +829,46 @@ CUresult emu_cuMemRelease(CUmemGenericAllocationHandle handle) {
   return CUDA_SUCCESS;
 }
 
+// The two exported forms of memfd-backed memory: a duplicate of the fd (the caller owns
+// and closes it; ours stays with the object), or fabric-handle bytes naming the fd, its
+// inode, the size and the device (-1 for a multicast object).
+CUresult export_posix_fd(int fd, void* shareable) {
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return CUDA_ERROR_OPERATING_SYSTEM;
+  *static_cast<int*>(shareable) = copy;
+  return CUDA_SUCCESS;
+}
+
+CUresult export_fabric(int fd, uint64_t bytes, int device, void* shareable) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
+  FabricHandleLayout f;
+  std::memset(&f, 0, sizeof f);
+  f.magic = kFabricMagic;
+  f.pid = static_cast<int32_t>(::getpid());
+  f.fd = fd;
+  f.inode = static_cast<uint64_t>(st.st_ino);
+  f.bytes = bytes;
+  f.device = device;
+  std::memcpy(shareable, &f, sizeof f);
+  return CUDA_SUCCESS;
+}
+
 CUresult emu_cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
                                           CUmemAllocationHandleType type,
                                           unsigned long long flags) {
-  std::lock_guard<std::mutex> emu_lock_(g_mutex);
-  if (!g_state || !g_state->initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  State& s = *g_state;
-  if (find_multicast(s, handle)) {
-    ++g_multicast_calls;
+  EMU_ENTER();
+  if (counted_multicast(s, handle)) {
     Multicast* mc = live_multicast(s, handle);
     if (!shareable || flags != 0 || !mc) return CUDA_ERROR_INVALID_VALUE;
     if (inject(s, MulticastStep::Export)) return CUDA_ERROR_NOT_PERMITTED;
     if (!(mc->handle_types & static_cast<unsigned>(type))) return CUDA_ERROR_NOT_SUPPORTED;
-    if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-      int fd = ::fcntl(mc->fd, F_DUPFD_CLOEXEC, 0);
-      if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
-      *static_cast<int*>(shareable) = fd;
-    } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
-      struct stat st;
-      if (::fstat(mc->fd, &st) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
-      FabricHandleLayout f;
-      std::memset(&f, 0, sizeof f);
-      f.magic = kFabricMagic;
-      f.pid = static_cast<int32_t>(::getpid());
-      f.fd = mc->fd;
-      f.inode = static_cast<uint64_t>(st.st_ino);
-      f.bytes = mc->team_bytes;
-      f.device = -1;
-      std::memcpy(shareable, &f, sizeof f);
-    } else {
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && type != CU_MEM_HANDLE_TYPE_FABRIC)
       return CUDA_ERROR_NOT_SUPPORTED;
-    }
+    const CUresult r = type == CU_MEM_HANDLE_TYPE_FABRIC
+                           ? export_fabric(mc->fd, mc->team_bytes, -1, shareable)
+                           : export_posix_fd(mc->fd, shareable);
+    if (r != CUDA_SUCCESS) return r;
     log_multicast(s, type == CU_MEM_HANDLE_TYPE_FABRIC
                          ? "cuMemExportToShareableHandle(multicast, fabric)"
                          : "cuMemExportToShareableHandle(multicast, posix fd)");
@@ -853,28 +881,13 @@ CUresult emu_cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocatio
     if (!(a->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ||
         !s.options.posix_fd_supported)
       return CUDA_ERROR_NOT_SUPPORTED;
-    // The caller owns (and closes) the exported fd; ours stays with the allocation.
-    int fd = ::fcntl(a->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
-    *static_cast<int*>(shareable) = fd;
-    return CUDA_SUCCESS;
+    return export_posix_fd(a->fd, shareable);
   }
   if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
     if (!(a->handle_types & CU_MEM_HANDLE_TYPE_FABRIC) || !s.options.fabric_supported ||
         !s.options.fabric_export_works)
       return CUDA_ERROR_NOT_SUPPORTED;
-    struct stat st;
-    if (::fstat(a->fd, &st) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
-    FabricHandleLayout f;
-    std::memset(&f, 0, sizeof f);
-    f.magic = kFabricMagic;
-    f.pid = static_cast<int32_t>(::getpid());
-    f.fd = a->fd;
-    f.inode = static_cast<uint64_t>(st.st_ino);
-    f.bytes = a->bytes;
-    f.device = a->device;
-    std::memcpy(shareable, &f, sizeof f);
-    return CUDA_SUCCESS;
+    return export_fabric(a->fd, a->bytes, a->device, shareable);
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -1127,13 +1140,7 @@ CUresult check_multicast_prop(const State& s, const CUmulticastObjectProp* prop)
   const auto types = static_cast<unsigned>(prop->handleTypes);
   if ((types & ~kKnownHandleTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
   if (!s.options.multicast_supported) return CUDA_ERROR_NOT_SUPPORTED;
-  if (types & (CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT))
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if ((types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) && !s.options.posix_fd_supported)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !s.options.fabric_supported)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  return CUDA_SUCCESS;
+  return check_handle_types(s, types);
 }
 
 CUresult emu_cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,

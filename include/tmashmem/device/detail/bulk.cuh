@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "tmashmem/device/detail/address.cuh"
+#include "tmashmem/device/detail/async_group.cuh"
 
 namespace tmashmem {
 namespace detail {
@@ -40,18 +41,10 @@ __device__ __forceinline__ void bulk_copy_to_cluster(uint32_t cluster_dst, uint3
       : "memory");
 }
 
-// Closes the current bulk async-group.
-__device__ __forceinline__ void bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-
-// Waits until at most N of this thread's bulk async-groups are pending; the others
-// have completed, writes included (completion makes them visible to the generic proxy).
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-  static_assert(N >= 0 && N <= 63, "bulk wait_group N is 0..63");
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
+// bulk_commit() closes the current bulk async-group; bulk_wait<N>() waits until at most N
+// of this thread's bulk async-groups are pending; the others have completed, writes
+// included (completion makes them visible to the generic proxy).
+TMASHMEM_ASYNC_GROUP(bulk, "cp.async.bulk", "", 63)
 
 // Waits until at most N of this thread's bulk async-groups still read their source.
 template <int N>

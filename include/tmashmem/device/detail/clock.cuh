@@ -1,17 +1,12 @@
-// The GPU's global timer and the deadline of the library's bounded waits.
+// The deadline of the library's bounded waits, on the GPU's global timer (sreg.cuh).
 #pragma once
 
 #include <stdint.h>
 
+#include "tmashmem/device/detail/sreg.cuh"
+
 namespace tmashmem {
 namespace detail {
-
-// Nanoseconds from the GPU's global timer (same clock on every SM).
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // A deadline for a bounded wait: 0 means "no bound". The clock starts at the 64th
 // call to expired() and is read only every 64th call after that, so a wait that

@@ -1,22 +1,13 @@
-// The hardware layer's thread-block-cluster special registers and instructions.
+// The hardware layer's thread-block-cluster instructions (the cluster's special
+// registers, cluster_ctarank and cluster_nctarank, are sreg.cuh's).
 #pragma once
 
 #include <stdint.h>
 
+#include "tmashmem/device/detail/sreg.cuh"
+
 namespace tmashmem {
 namespace detail {
-
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
-__device__ __forceinline__ uint32_t cluster_nctarank() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
 
 // shared::cta address `local` -> the shared::cluster address of the same offset in
 // the CTA of rank `cta_rank`.

@@ -8,17 +8,17 @@
 namespace tmashmem {
 namespace detail {
 
-// ld_<NAME>(const T* p) and st_<NAME>(T* p, T v): one PTX `ld.<PTX>` / `st.<PTX>`,
-// the value in a register of constraint C.
-#define TMASHMEM_LD(NAME, PTX, T, C)                                     \
-  __device__ __forceinline__ T ld_##NAME(const T* p) {                   \
-    T v;                                                                 \
-    asm volatile("ld." PTX " %0, [%1];" : "=" C(v) : "l"(p) : "memory"); \
-    return v;                                                            \
+// ld_<SEM>_<SCOPE>(const T* p) and st_<SEM>_<SCOPE>(T* p, T v): one PTX
+// `ld.<SEM>.<SCOPE>.<TY>` / `st.<SEM>.<SCOPE>.<TY>`, the value in a register of constraint C.
+#define TMASHMEM_LD(SEM, SCOPE, TY, T, C)                                                    \
+  __device__ __forceinline__ T ld_##SEM##_##SCOPE(const T* p) {                              \
+    T v;                                                                                     \
+    asm volatile("ld." #SEM "." #SCOPE "." #TY " %0, [%1];" : "=" C(v) : "l"(p) : "memory"); \
+    return v;                                                                                \
   }
-#define TMASHMEM_ST(NAME, PTX, T, C)                                \
-  __device__ __forceinline__ void st_##NAME(T* p, T v) {            \
-    asm volatile("st." PTX " [%0], %1;" ::"l"(p), C(v) : "memory"); \
+#define TMASHMEM_ST(SEM, SCOPE, TY, T, C)                                               \
+  __device__ __forceinline__ void st_##SEM##_##SCOPE(T* p, T v) {                       \
+    asm volatile("st." #SEM "." #SCOPE "." #TY " [%0], %1;" ::"l"(p), C(v) : "memory"); \
   }
 
 // ---- relaxed, system scope: every width (p/g, relaxed signals) ---------------
@@ -27,27 +27,27 @@ namespace detail {
 __device__ __forceinline__ void st_relaxed_sys(uint8_t* p, uint8_t v) {
   asm volatile("st.relaxed.sys.u8 [%0], %1;" ::"l"(p), "h"(static_cast<uint16_t>(v)) : "memory");
 }
-TMASHMEM_ST(relaxed_sys, "relaxed.sys.u16", uint16_t, "h")
-TMASHMEM_ST(relaxed_sys, "relaxed.sys.u32", uint32_t, "r")
-TMASHMEM_ST(relaxed_sys, "relaxed.sys.u64", uint64_t, "l")
+TMASHMEM_ST(relaxed, sys, u16, uint16_t, "h")
+TMASHMEM_ST(relaxed, sys, u32, uint32_t, "r")
+TMASHMEM_ST(relaxed, sys, u64, uint64_t, "l")
 
 __device__ __forceinline__ uint8_t ld_relaxed_sys(const uint8_t* p) {
   uint16_t v;
   asm volatile("ld.relaxed.sys.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
   return static_cast<uint8_t>(v);
 }
-TMASHMEM_LD(relaxed_sys, "relaxed.sys.u16", uint16_t, "h")
-TMASHMEM_LD(relaxed_sys, "relaxed.sys.u32", uint32_t, "r")
-TMASHMEM_LD(relaxed_sys, "relaxed.sys.u64", uint64_t, "l")
+TMASHMEM_LD(relaxed, sys, u16, uint16_t, "h")
+TMASHMEM_LD(relaxed, sys, u32, uint32_t, "r")
+TMASHMEM_LD(relaxed, sys, u64, uint64_t, "l")
 
 // ---- 64-bit words (signals, barrier counters) ---------------------------------
 
-TMASHMEM_LD(relaxed_gpu, "relaxed.gpu.u64", uint64_t, "l")
-TMASHMEM_LD(acquire_sys, "acquire.sys.u64", uint64_t, "l")
-TMASHMEM_LD(acquire_gpu, "acquire.gpu.u64", uint64_t, "l")
-TMASHMEM_ST(relaxed_gpu, "relaxed.gpu.u64", uint64_t, "l")
-TMASHMEM_ST(release_sys, "release.sys.u64", uint64_t, "l")
-TMASHMEM_ST(release_gpu, "release.gpu.u64", uint64_t, "l")
+TMASHMEM_LD(relaxed, gpu, u64, uint64_t, "l")
+TMASHMEM_LD(acquire, sys, u64, uint64_t, "l")
+TMASHMEM_LD(acquire, gpu, u64, uint64_t, "l")
+TMASHMEM_ST(relaxed, gpu, u64, uint64_t, "l")
+TMASHMEM_ST(release, sys, u64, uint64_t, "l")
+TMASHMEM_ST(release, gpu, u64, uint64_t, "l")
 
 #undef TMASHMEM_LD
 #undef TMASHMEM_ST

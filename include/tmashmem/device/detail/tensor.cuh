@@ -20,25 +20,14 @@ using Rank = std::integral_constant<int, R>;
 
 // Calls f(Rank<n>{}) for n in 1..4, and f(Rank<5>{}) otherwise (the handle's rank
 // is 1..5; debug builds check the coordinate count before this).
-template <class F>
+template <int R = 1, class F>
 __device__ __forceinline__ void with_rank(int n, F&& f) {
-  switch (n) {
-    case 1:
-      f(Rank<1>{});
-      break;
-    case 2:
-      f(Rank<2>{});
-      break;
-    case 3:
-      f(Rank<3>{});
-      break;
-    case 4:
-      f(Rank<4>{});
-      break;
-    default:
-      f(Rank<5>{});
-      break;
-  }
+  if constexpr (R == 5)
+    f(Rank<5>{});
+  else if (n == R)
+    f(Rank<R>{});
+  else
+    with_rank<R + 1>(n, f);
 }
 
 // global (tensor) -> shared, completing the box's bytes on the mbarrier `bar`.
@@ -171,8 +160,17 @@ __device__ __forceinline__ void tensor_store(uint64_t map, uint32_t src, const i
         : "memory");
 }
 
-// Element-wise operations of the tensor reduce: global[i] = op(global[i], shared[i]).
-enum class TensorReduceOp { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
+// X(op, mnemonic) for every element-wise operation of the tensor reduce,
+// global[i] = op(global[i], shared[i]): the one map from TensorReduceOp to its PTX mnemonic.
+// clang-format off
+#define TMASHMEM_TENSOR_REDUCE_OPS(X) \
+  X(add, "add") X(min, "min") X(max, "max") X(inc, "inc") X(dec, "dec") \
+  X(bit_and, "and") X(bit_or, "or") X(bit_xor, "xor")
+// clang-format on
+
+#define TMASHMEM_TENSOR_REDUCE_ENUMERATOR(OP, MNEMONIC) OP,
+enum class TensorReduceOp { TMASHMEM_TENSOR_REDUCE_OPS(TMASHMEM_TENSOR_REDUCE_ENUMERATOR) };
+#undef TMASHMEM_TENSOR_REDUCE_ENUMERATOR
 
 // The reduce's opcode differs per operation as well as per rank, and inline PTX takes
 // only literal text: this macro spells the five rank forms once, for one mnemonic.
@@ -204,29 +202,19 @@ enum class TensorReduceOp { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
                  : "memory");
 
 // shared (op) global -> global (tensor), element-wise atomic, in the current bulk
-// async-group. The one map from TensorReduceOp to its PTX mnemonic.
+// async-group.
+#define TMASHMEM_TENSOR_REDUCE_CASE(OP, MNEMONIC) \
+  if constexpr (Op == TensorReduceOp::OP) {       \
+    TMASHMEM_TENSOR_REDUCE_FORMS(MNEMONIC)        \
+  } else
 template <TensorReduceOp Op, int R>
 __device__ __forceinline__ void tensor_reduce(uint64_t map, uint32_t src, const int32_t* c) {
-  if constexpr (Op == TensorReduceOp::add) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("add")
-  } else if constexpr (Op == TensorReduceOp::min) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("min")
-  } else if constexpr (Op == TensorReduceOp::max) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("max")
-  } else if constexpr (Op == TensorReduceOp::inc) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("inc")
-  } else if constexpr (Op == TensorReduceOp::dec) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("dec")
-  } else if constexpr (Op == TensorReduceOp::bit_and) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("and")
-  } else if constexpr (Op == TensorReduceOp::bit_or) {
-    TMASHMEM_TENSOR_REDUCE_FORMS("or")
-  } else {
-    TMASHMEM_TENSOR_REDUCE_FORMS("xor")
-  }
+  TMASHMEM_TENSOR_REDUCE_OPS(TMASHMEM_TENSOR_REDUCE_CASE) {}
 }
+#undef TMASHMEM_TENSOR_REDUCE_CASE
 
 #undef TMASHMEM_TENSOR_REDUCE_FORMS
+#undef TMASHMEM_TENSOR_REDUCE_OPS
 
 }  // namespace detail
 }  // namespace tmashmem

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "tmashmem/device/detail/async_group.cuh"
+
 namespace tmashmem::detail {
 
 /// Descriptor of a K-major, 128-byte-swizzled operand whose first row starts at `smem`
@@ -43,139 +45,82 @@ __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
 
-/// Closes the MMAs issued since the last commit into one wgmma-group.
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-/// Waits until at most N of this warpgroup's wgmma-groups are pending.
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  static_assert(N >= 0 && N <= 7, "wgmma_wait<N>: N is 0..7");
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
+/// wgmma_commit() closes the MMAs issued since the last commit into one wgmma-group;
+/// wgmma_wait<N>() waits until at most N of this warpgroup's wgmma-groups are pending.
+TMASHMEM_ASYNC_GROUP(wgmma, "wgmma", ".sync.aligned", 7)
 
 /// Keeps the compiler from moving accesses of `r` across an MMA that reads or writes it.
 __device__ __forceinline__ void wgmma_fence_operand(float& r) {
   asm volatile("" : "+f"(r)::"memory");
 }
 
+// The accumulator operands of the m64nNk16 shapes: N/2 fp32 registers per thread. The
+// operand list and the register list of the PTX text are literal (inline PTX takes only
+// literal text), each spelled once and extended from one shape to the next.
 #define TMASHMEM_WGMMA_D8(i)                                                                \
   "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
       "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define TMASHMEM_WGMMA_D64                                                                  \
+  TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24), \
+      TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56)
+#define TMASHMEM_WGMMA_D96                                                                 \
+  TMASHMEM_WGMMA_D64, TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), \
+      TMASHMEM_WGMMA_D8(88)
+#define TMASHMEM_WGMMA_D112 TMASHMEM_WGMMA_D96, TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104)
+#define TMASHMEM_WGMMA_D128 TMASHMEM_WGMMA_D112, TMASHMEM_WGMMA_D8(112), TMASHMEM_WGMMA_D8(120)
+// "%0, %1, ..., %(N/2 - 1)" for the PTX text.
+// clang-format off
+#define TMASHMEM_WGMMA_R64 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, " \
+  "%8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63"
+#define TMASHMEM_WGMMA_R96 TMASHMEM_WGMMA_R64 ", " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, " \
+  "%72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, " \
+  "%88, %89, %90, %91, %92, %93, %94, %95"
+#define TMASHMEM_WGMMA_R112 TMASHMEM_WGMMA_R96 ", " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, " \
+  "%104, %105, %106, %107, %108, %109, %110, %111"
+#define TMASHMEM_WGMMA_R128 TMASHMEM_WGMMA_R112 ", " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, " \
+  "%120, %121, %122, %123, %124, %125, %126, %127"
+// clang-format on
 
-/// D[64 x 256] (+)= A[64 x 16] * B[16 x 256]: bf16 operands from shared memory (K-major
-/// descriptors), fp32 accumulators, 128 registers per thread. `accumulate` 0 overwrites D.
-__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a,
-                                                      uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %130, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, "
-      "%8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, "
-      "%72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, "
-      "%88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, "
-      "%104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, "
-      "%120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, 0;\n\t}"
-      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
-        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
-        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88),
-        TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104), TMASHMEM_WGMMA_D8(112),
-        TMASHMEM_WGMMA_D8(120)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/// D[64 x 224] (+)= A[64 x 16] * B[16 x 224]: bf16 operands from shared memory (K-major
-/// descriptors), fp32 accumulators, 112 registers per thread. `accumulate` 0 overwrites D.
-__device__ __forceinline__ void wgmma_m64n224k16_bf16(float (&d)[112], uint64_t desc_a,
-                                                      uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %114, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, "
-      "%8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, "
-      "%72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, "
-      "%88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, "
-      "%104, %105, %106, %107, %108, %109, %110, %111"
-      "}, %112, %113, p, 1, 1, 0, 0;\n\t}"
-      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
-        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
-        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88),
-        TMASHMEM_WGMMA_D8(96), TMASHMEM_WGMMA_D8(104)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/// D[64 x 192] (+)= A[64 x 16] * B[16 x 192]: bf16 operands from shared memory (K-major
-/// descriptors), fp32 accumulators, 96 registers per thread. `accumulate` 0 overwrites D.
-__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], uint64_t desc_a,
-                                                      uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %98, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, "
-      "%8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, "
-      "%72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, "
-      "%88, %89, %90, %91, %92, %93, %94, %95"
-      "}, %96, %97, p, 1, 1, 0, 0;\n\t}"
-      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
-        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56),
-        TMASHMEM_WGMMA_D8(64), TMASHMEM_WGMMA_D8(72), TMASHMEM_WGMMA_D8(80), TMASHMEM_WGMMA_D8(88)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/// D[64 x 128] (+)= A[64 x 16] * B[16 x 128]: bf16 operands from shared memory (K-major
-/// descriptors), fp32 accumulators, 64 registers per thread. `accumulate` 0 overwrites D.
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a,
-                                                      uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %66, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, "
-      "%8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n\t}"
-      : TMASHMEM_WGMMA_D8(0), TMASHMEM_WGMMA_D8(8), TMASHMEM_WGMMA_D8(16), TMASHMEM_WGMMA_D8(24),
-        TMASHMEM_WGMMA_D8(32), TMASHMEM_WGMMA_D8(40), TMASHMEM_WGMMA_D8(48), TMASHMEM_WGMMA_D8(56)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
+// wgmma_m64n<N>k16_bf16: D[64 x N] (+)= A[64 x 16] * B[16 x N], bf16 operands from shared
+// memory (K-major descriptors), fp32 accumulators, REGS = N / 2 registers per thread.
+// `accumulate` 0 overwrites D. DESC_A, DESC_B and ACC are the operand numbers REGS,
+// REGS + 1 and REGS + 2 (inline PTX numbers operands in literal text).
+#define TMASHMEM_WGMMA_M64K16_BF16(N, REGS, DESC_A, DESC_B, ACC)                                  \
+  __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float(&d)[REGS], uint64_t desc_a,       \
+                                                          uint64_t desc_b, uint32_t accumulate) { \
+    asm volatile(                                                                                 \
+        "{\n\t.reg .pred p;\n\t"                                                                  \
+        "setp.ne.b32 p, %" #ACC                                                                   \
+        ", 0;\n\t"                                                                                \
+        "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" TMASHMEM_WGMMA_R##REGS       \
+        "}, %" #DESC_A ", %" #DESC_B ", p, 1, 1, 0, 0;\n\t}"                                      \
+        : TMASHMEM_WGMMA_D##REGS                                                                  \
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                             \
+  }
+TMASHMEM_WGMMA_M64K16_BF16(256, 128, 128, 129, 130)
+TMASHMEM_WGMMA_M64K16_BF16(224, 112, 112, 113, 114)
+TMASHMEM_WGMMA_M64K16_BF16(192, 96, 96, 97, 98)
+TMASHMEM_WGMMA_M64K16_BF16(128, 64, 64, 65, 66)
+#undef TMASHMEM_WGMMA_M64K16_BF16
+#undef TMASHMEM_WGMMA_R128
+#undef TMASHMEM_WGMMA_R112
+#undef TMASHMEM_WGMMA_R96
+#undef TMASHMEM_WGMMA_R64
+#undef TMASHMEM_WGMMA_D128
+#undef TMASHMEM_WGMMA_D112
+#undef TMASHMEM_WGMMA_D96
+#undef TMASHMEM_WGMMA_D64
 #undef TMASHMEM_WGMMA_D8
 
 /// m64nNk16 for the tile widths the GEMM instantiates (N = 128, 192, 224 or 256).
