@@ -358,3 +358,108 @@ TEST_CASE("multicast_red through the fallback: every PE's contribution lands on 
   CHECK(all_ranks(
       both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
 }
+
+// ---- tma_put_tile_multicast through the fan-out -----------------------------------------
+
+namespace {
+
+// A 3-D u32 tensor [kTileW, kTileH, n_pes] (innermost first): PE p writes plane z = p of
+// every PE's copy, tile by tile. Neither extent is a multiple of the box, so the right and
+// bottom tiles are clipped (rows are 400 bytes: whole 16-byte units, nothing padded).
+constexpr uint32_t kTileW = 100, kTileH = 37, kBoxW = 32, kBoxH = 8;
+constexpr size_t kTensorGuard = 256;  // guard bytes before and after the tensor
+
+__global__ void put_tiles_multicast_kernel(const __grid_constant__ tmashmem_tensor_handle_t t,
+                                           const uint32_t* src, int way) {
+  __shared__ alignas(128) uint32_t tile[kBoxH][kBoxW];
+  const int tiles_x = (kTileW + kBoxW - 1) / kBoxW;
+  const int x0 = static_cast<int>(blockIdx.x % tiles_x) * kBoxW;
+  const int y0 = static_cast<int>(blockIdx.x / tiles_x) * kBoxH;
+  for (unsigned i = threadIdx.x; i < kBoxW * kBoxH; i += blockDim.x) {
+    const unsigned x = x0 + i % kBoxW, y = y0 + i / kBoxW;
+    // Outside the tensor: never written (clipped); a value that would show if it were.
+    tile[i / kBoxW][i % kBoxW] = x < kTileW && y < kTileH ? src[y * kTileW + x] : 0xDEADBEEFu;
+  }
+  tmashmem::fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tmashmem::tma_acquire_tensor_maps(t);
+    tmashmem::tma_put_tile_multicast(t, {x0, y0, t.my_pe}, tile,
+                                     static_cast<tmashmem::TileMulticast>(way));
+    tmashmem::bulk_wait_group<0>();
+  }
+}
+
+bool run_tile_multicast(const FallbackSession& s, tmashmem::TileMulticast way, const char* name,
+                        uint64_t round) {
+  const int me = s.me, n = s.n;
+  const size_t plane = size_t(kTileW) * kTileH, extent = plane * size_t(n) * sizeof(uint32_t);
+  const size_t region = 2 * kTensorGuard + extent;
+  auto* sym = static_cast<uint8_t*>(tmashmem_malloc(region));
+  bool ok = all_ranks(sym != nullptr);
+  if (!ok) return false;
+  uint64_t dims[3] = {kTileW, kTileH, uint64_t(n)};
+  uint32_t box[3] = {kBoxW, kBoxH, 1};
+  tmashmem_tensor_desc_t d;
+  ok &= GPU_TEST_TM(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 3, dims, box));
+  tmashmem_tensor_t t = nullptr;
+  ok &= all_ranks(GPU_TEST_TM(tmashmem_tensor_view(sym + kTensorGuard, &d, &t)));
+  if (!ok) return false;
+  tmashmem_tensor_handle_t h;
+  ok &= GPU_TEST_TM(tmashmem_tensor_handle(t, &h));
+  if (h.has_multicast != 0) {
+    std::printf("[PE %d] %s: the tensor has a multicast map; this test runs only the fallback\n",
+                me, name);
+    ok = false;
+  }
+  const uint64_t purpose = 0x7469 + round;
+  std::vector<uint32_t> mine(plane);
+  for (size_t i = 0; i < plane; ++i)
+    mine[i] = static_cast<uint32_t>(mix64(seed_for(purpose, me) ^ i));
+  uint32_t* src = nullptr;
+  ok &= GPU_TEST_CUDA(cudaMalloc(&src, plane * sizeof(uint32_t)));
+  ok &=
+      GPU_TEST_CUDA(cudaMemcpy(src, mine.data(), plane * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  ok &= GPU_TEST_CUDA(cudaMemset(sym, kGuardByte, region));
+  ok &= sync_and_barrier();
+  const unsigned tiles = ((kTileW + kBoxW - 1) / kBoxW) * ((kTileH + kBoxH - 1) / kBoxH);
+  put_tiles_multicast_kernel<<<tiles, 96>>>(h, src, static_cast<int>(way));
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= sync_and_barrier();
+
+  std::vector<uint8_t> got(region);
+  ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sym, region, cudaMemcpyDeviceToHost));
+  size_t guards = 0, bad = 0;
+  for (size_t i = 0; i < kTensorGuard; ++i)
+    guards += (got[i] != kGuardByte) + (got[kTensorGuard + extent + i] != kGuardByte);
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < plane; ++i) {
+      uint32_t v;
+      std::memcpy(&v, got.data() + kTensorGuard + (size_t(q) * plane + i) * 4, 4);
+      bad += v != static_cast<uint32_t>(mix64(seed_for(purpose, q) ^ i));
+    }
+  if (bad || guards)
+    std::printf("[PE %d] %s: %zu of %zu elements wrong, %zu guard bytes changed\n", me, name, bad,
+                plane * size_t(n), guards);
+  ok &= bad == 0 && guards == 0;
+  ok &= sync_and_barrier();
+  cudaFree(src);
+  ok &= GPU_TEST_TM(tmashmem_tensor_destroy(t));
+  ok &= GPU_TEST_TM(tmashmem_free(sym));
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("tma_put_tile_multicast through the fan-out: every PE's plane on every PE") {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(all_peers_reachable(s))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  CHECK(all_ranks(run_tile_multicast(s, tmashmem::TileMulticast::FanOut, "fan-out (default)", 1)));
+  // Opted in, but the tensor has no multicast map here: the same fan-out.
+  CHECK(all_ranks(
+      run_tile_multicast(s, tmashmem::TileMulticast::MulticastMap, "multicast map, opted in", 2)));
+}
