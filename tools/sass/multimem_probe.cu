@@ -1,0 +1,49 @@
+// Probe kernels for tools/check-sass.sh: one kernel per multimem form the library wraps
+// (detail/multimem.cuh), each on an address from a kernel argument so nothing folds away,
+// beside unicast controls; and the tile put to every PE (tile_put_multicast.cuh) with the
+// fan-out only and with the multicast map opted in. extern "C": plain names in the SASS.
+#include <tmashmem/device.cuh>
+
+using namespace tmashmem;
+using namespace tmashmem::detail;
+
+extern "C" {
+// multimem forms
+__global__ void mm_st_relaxed_b32(void* mc, uint32_t v) { multimem_st_b32<0>(mc, v); }
+__global__ void mm_st_release_b64(void* mc, uint64_t v) { multimem_st_b64<1>(mc, v); }
+__global__ void mm_st_relaxed_v4(void* mc, uint4 v) { multimem_st_v4<0>(mc, v); }
+__global__ void mm_ld_reduce_add_u32(const void* mc, uint32_t* out) {
+  *out = multimem_ld_reduce_word<McOp::Add, uint32_t, 0>(mc);
+}
+__global__ void mm_ld_reduce_acquire_min_s64(const void* mc, uint64_t* out) {
+  *out = multimem_ld_reduce_word<McOp::Min, int64_t, 1>(mc);
+}
+__global__ void mm_ld_reduce_add_acc_f32_v4_f16x2(const void* mc, uint4* out) {
+  *out = multimem_ld_reduce_v4<McOp::Add, __half, 0>(mc);
+}
+__global__ void mm_red_release_add_u64(void* mc, uint64_t v) {
+  multimem_red_word<McOp::Add, uint64_t, 1>(mc, v);
+}
+__global__ void mm_red_relaxed_add_v4_f32(void* mc, uint4 v) {
+  multimem_red_v4<McOp::Add, float, 0>(mc, v);
+}
+// unicast controls: the same kinds of access without multimem
+__global__ void uc_st_relaxed_b32(uint32_t* p, uint32_t v) { st_relaxed_sys(p, v); }
+__global__ void uc_ld_relaxed_u32(const uint32_t* p, uint32_t* out) { *out = ld_relaxed_sys(p); }
+__global__ void uc_red_release_add_u64(uint64_t* p, uint64_t v) { red_add_release_sys(p, v); }
+// the device calls and the barrier with the context from the launch: both paths compiled
+__global__ void call_multicast_red_u64(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* dest,
+                                       const uint64_t* src) {
+  multicast_red<McReduce::Add, uint64_t, Coop::Thread, McOrder::Release>(ctx, dest, src, 1);
+}
+__global__ void call_sync_all(const __grid_constant__ tmashmem_ctx_t ctx) { sync_all(ctx); }
+// the tile put to every PE: fan-out only, and the multicast map opted in
+__global__ void tile_put_fan_out(const __grid_constant__ tmashmem_tensor_handle_t t) {
+  __shared__ alignas(128) uint8_t tile[1024];
+  tma_put_tile_multicast(t, {0, 0}, tile, TileMulticast::FanOut);
+}
+__global__ void tile_put_multicast_map(const __grid_constant__ tmashmem_tensor_handle_t t) {
+  __shared__ alignas(128) uint8_t tile[1024];
+  tma_put_tile_multicast(t, {0, 0}, tile, TileMulticast::MulticastMap);
+}
+}
