@@ -9,23 +9,23 @@ using namespace tmashmem::detail;
 
 extern "C" {
 // multimem forms
-__global__ void mm_st_relaxed_b32(void* mc, uint32_t v) { multimem_st_b32<0>(mc, v); }
-__global__ void mm_st_release_b64(void* mc, uint64_t v) { multimem_st_b64<1>(mc, v); }
-__global__ void mm_st_relaxed_v4(void* mc, uint4 v) { multimem_st_v4<0>(mc, v); }
+__global__ void mm_st_relaxed_b32(void* mc, uint32_t v) { multimem_st<0>(mc, v); }
+__global__ void mm_st_release_b64(void* mc, uint64_t v) { multimem_st<1>(mc, v); }
+__global__ void mm_st_relaxed_v4(void* mc, uint4 v) { multimem_st<0>(mc, v); }
 __global__ void mm_ld_reduce_add_u32(const void* mc, uint32_t* out) {
-  *out = multimem_ld_reduce_word<McOp::Add, uint32_t, 0>(mc);
+  *out = Multimem<McOp::Add, uint32_t>::ld_reduce<0>(mc);
 }
 __global__ void mm_ld_reduce_acquire_min_s64(const void* mc, uint64_t* out) {
-  *out = multimem_ld_reduce_word<McOp::Min, int64_t, 1>(mc);
+  *out = Multimem<McOp::Min, int64_t>::ld_reduce<1>(mc);
 }
 __global__ void mm_ld_reduce_add_acc_f32_v4_f16x2(const void* mc, uint4* out) {
-  *out = multimem_ld_reduce_v4<McOp::Add, __half, 0>(mc);
+  *out = Multimem<McOp::Add, __half>::ld_reduce_v4<0>(mc);
 }
 __global__ void mm_red_release_add_u64(void* mc, uint64_t v) {
-  multimem_red_word<McOp::Add, uint64_t, 1>(mc, v);
+  Multimem<McOp::Add, uint64_t>::red<1>(mc, v);
 }
 __global__ void mm_red_relaxed_add_v4_f32(void* mc, uint4 v) {
-  multimem_red_v4<McOp::Add, float, 0>(mc, v);
+  Multimem<McOp::Add, float>::red_v4<0>(mc, v);
 }
 // unicast controls: the same kinds of access without multimem
 __global__ void uc_st_relaxed_b32(uint32_t* p, uint32_t v) { st_relaxed_sys(p, v); }
