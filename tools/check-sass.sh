@@ -3,7 +3,7 @@
 # which sm_90a instructions the multimem forms and the tile put to every PE compile to,
 # and that the built library and GPU tests hold them. Needs cuobjdump (CUDA toolkit).
 #
-#   tools/check-sass.sh [BUILD_DIR]      (default build-gpu; OUT_DIR keeps the dumps)
+#   tools/check-sass.sh [BUILD_DIR]      (default build-gpu; OUT_DIR keeps the probe's dump)
 #
 # 1. Compiles tools/sass/multimem_probe.cu to an sm_90a cubin: one kernel per multimem
 #    form (addresses from kernel arguments, so nothing folds away) and unicast controls.
@@ -18,8 +18,8 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
-out=${OUT_DIR:-$(mktemp -d)}/sass
-mkdir -p "$out"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 CUDA_BIN=${CUDA_BIN:-/usr/local/cuda/bin}
 cuobjdump=$(command -v cuobjdump || echo "$CUDA_BIN/cuobjdump")
 nvcc=$(command -v nvcc || echo "$CUDA_BIN/nvcc")
@@ -97,5 +97,9 @@ echo "  UTMASTG sites: fan-out only $fan_sites, multicast map opted in $mc_sites
 [ "$mc_sites" -gt "$fan_sites" ] || { echo "  FAIL: the opted-in path has no store of its own"; fail=1; }
 [ "$fan_sites" -gt 0 ] || { echo "  FAIL: no UTMASTG in the fan-out"; fail=1; }
 
+if [ -n "${OUT_DIR:-}" ]; then
+  mkdir -p "$OUT_DIR/sass"
+  cp "$out/probe.sass" "$out/probe.opcodes" "$out/multimem.opcodes" "$OUT_DIR/sass/"
+fi
 [ "$fail" -eq 0 ] && echo "check-sass: passed" || echo "check-sass: FAILED"
 exit "$fail"

@@ -9,8 +9,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.cuh"
@@ -269,94 +272,95 @@ bool both_alignments(const FallbackSession& s, const char* name, uint64_t round)
   return ok;
 }
 
-bool all_peers_reachable(const FallbackSession& s) {
-  const tmashmem_ctx_t ctx = s.ctx();
-  return tmashmem::all_reachable(ctx);
+// A case: a name, and what runs it on a session (fresh data from `round` on).
+struct McCase {
+  bool (*run)(const FallbackSession&, const char*, uint64_t);
+  const char* name;
+};
+
+// Runs `cases` in one session, every PE agreeing on each result; skipped where some PE is
+// not load/store reachable.
+void run_cases(uint64_t first_round, std::initializer_list<McCase> cases) {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(tmashmem::all_reachable(s.ctx()))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  uint64_t round = first_round;
+  for (const McCase& c : cases) {
+    INFO(c.name);
+    CHECK(all_ranks(c.run(s, c.name, round)));
+    round += 1000;
+  }
+}
+
+// ---- every (op, type) pair the ISA has, each call kind ------------------------------------
+
+using AllTypes =
+    std::tuple<uint32_t, int32_t, uint64_t, int64_t, float, double, __half, __nv_bfloat16>;
+constexpr McReduce kOps[] = {McReduce::Add, McReduce::Min, McReduce::Max,
+                             McReduce::And, McReduce::Or,  McReduce::Xor};
+const char* const kOpNames[] = {"add", "min", "max", "and", "or", "xor"};
+const char* const kTypeNames[] = {"u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16"};
+const char* const kGroupNames[] = {"thread", "warp", "block"};
+
+template <Call C, McReduce Op, class T>
+constexpr bool call_exists() {
+  if constexpr (C == Call::Store) return Op == McReduce::Add;  // a store has no op: once
+  if constexpr (C == Call::LdReduce) return tmashmem::detail::ld_reduce_exists<Op, T>();
+  if constexpr (C == Call::Red) return tmashmem::detail::red_exists<Op, T>();
+  return false;
+}
+
+// Combination number I of call kind C: type I / 36, op (I / 6) % 6, group (I / 2) % 3,
+// relaxed or ordered (I % 2); both alignments, where the ISA has the (op, type) pair.
+template <Call C, size_t I>
+bool run_combination(const FallbackSession& s, uint64_t round) {
+  using T = std::tuple_element_t<I / 36, AllTypes>;
+  constexpr McReduce Op = kOps[(I / 6) % 6];
+  if constexpr (!call_exists<C, Op, T>()) {
+    return true;
+  } else {
+    constexpr Coop G = static_cast<Coop>((I / 2) % 3);
+    constexpr bool ordered = I % 2 == 1;
+    constexpr McOrder O = !ordered              ? McOrder::Relaxed
+                          : C == Call::LdReduce ? McOrder::Acquire
+                                                : McOrder::Release;
+    const char* kind = C == Call::Store ? "store" : C == Call::LdReduce ? "ld_reduce" : "red";
+    const std::string name = std::string(kind) + " " +
+                             (C == Call::Store ? "" : std::string(kOpNames[(I / 6) % 6]) + " ") +
+                             kTypeNames[I / 36] + " " + kGroupNames[static_cast<int>(G)] +
+                             (ordered ? (O == McOrder::Acquire ? " acquire" : " release") : "");
+    return both_alignments<C, Op, T, G, O>(s, name.c_str(), round + 2 * I);
+  }
+}
+
+template <Call C, size_t... I>
+bool run_combinations(const FallbackSession& s, uint64_t round, std::index_sequence<I...>) {
+  return (run_combination<C, I>(s, round) & ...);
+}
+
+template <Call C>
+bool every_combination(const FallbackSession& s, const char*, uint64_t round) {
+  constexpr size_t kCombinations = 36 * std::tuple_size<AllTypes>::value;
+  return run_combinations<C>(s, round, std::make_index_sequence<kCombinations>());
 }
 
 }  // namespace
 
+// Every (op, type) pair of each call kind, each at thread, warp and block granularity,
+// relaxed and ordered, 16-byte aligned and not.
 TEST_CASE("multicast_store through the fallback: every PE's segment on every PE") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  constexpr McReduce kAny = McReduce::Add;
-  CHECK(all_ranks(
-      both_alignments<Call::Store, kAny, uint32_t, Coop::Thread>(s, "store u32 thread", 1)));
-  CHECK(
-      all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Warp>(s, "store u32 warp", 3)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, uint64_t, Coop::Block, McOrder::Release>(
-      s, "store u64 block release", 5)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, __half, Coop::Warp, McOrder::Release>(
-      s, "store f16 warp release", 7)));
-  CHECK(
-      all_ranks(both_alignments<Call::Store, kAny, double, Coop::Block>(s, "store f64 block", 9)));
+  run_cases(1, {{&every_combination<Call::Store>, "multicast_store, every type"}});
 }
 
 TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE's copy") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint32_t, Coop::Block>(
-      s, "ld_reduce add u32 block", 11)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint64_t, Coop::Warp>(
-      s, "ld_reduce add u64 warp", 13)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, int64_t, Coop::Thread>(
-      s, "ld_reduce min s64 thread", 15)));
-  CHECK(all_ranks(
-      both_alignments<Call::LdReduce, McReduce::Max, int32_t, Coop::Block, McOrder::Acquire>(
-          s, "ld_reduce max s32 block acquire", 17)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Xor, uint32_t, Coop::Warp>(
-      s, "ld_reduce xor b32 warp", 19)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::And, uint64_t, Coop::Block>(
-      s, "ld_reduce and b64 block", 21)));
-  CHECK(all_ranks(
-      both_alignments<Call::LdReduce, McReduce::Add, float, Coop::Block, McOrder::Acquire>(
-          s, "ld_reduce add f32 block acquire", 23)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, double, Coop::Thread>(
-      s, "ld_reduce add f64 thread", 25)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, __half, Coop::Warp>(
-      s, "ld_reduce add f16 warp", 27)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, __nv_bfloat16, Coop::Block>(
-      s, "ld_reduce max bf16 block", 29)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, __half, Coop::Thread>(
-      s, "ld_reduce min f16 thread", 31)));
+  run_cases(1, {{&every_combination<Call::LdReduce>, "multicast_ld_reduce, every (op, type)"}});
 }
 
 TEST_CASE("multicast_red through the fallback: every PE's contribution lands on every PE") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, uint64_t, Coop::Block>(
-      s, "red add u64 block", 41)));
-  CHECK(
-      all_ranks(both_alignments<Call::Red, McReduce::Add, int32_t, Coop::Thread, McOrder::Release>(
-          s, "red add s32 thread release", 43)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Min, uint32_t, Coop::Warp>(s, "red min u32 warp", 45)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Max, int64_t, Coop::Block>(s, "red max s64 block", 47)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Or, uint64_t, Coop::Thread>(
-      s, "red or b64 thread", 49)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Xor, uint32_t, Coop::Block>(
-      s, "red xor b32 block", 51)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, float, Coop::Block, McOrder::Release>(
-      s, "red add f32 block release", 53)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Add, double, Coop::Warp>(s, "red add f64 warp", 55)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __nv_bfloat16, Coop::Warp>(
-      s, "red add bf16 warp", 57)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
+  run_cases(1, {{&every_combination<Call::Red>, "multicast_red, every (op, type)"}});
 }
 
 // ---- tma_put_tile_multicast through the fan-out -----------------------------------------
@@ -449,17 +453,17 @@ bool run_tile_multicast(const FallbackSession& s, tmashmem::TileMulticast way, c
   return ok;
 }
 
+bool tile_fan_out(const FallbackSession& s, const char* name, uint64_t round) {
+  return run_tile_multicast(s, tmashmem::TileMulticast::FanOut, name, round);
+}
+// Opted in, but the tensor has no multicast map here: the same fan-out.
+bool tile_multicast_map(const FallbackSession& s, const char* name, uint64_t round) {
+  return run_tile_multicast(s, tmashmem::TileMulticast::MulticastMap, name, round);
+}
+
 }  // namespace
 
 TEST_CASE("tma_put_tile_multicast through the fan-out: every PE's plane on every PE") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  CHECK(all_ranks(run_tile_multicast(s, tmashmem::TileMulticast::FanOut, "fan-out (default)", 1)));
-  // Opted in, but the tensor has no multicast map here: the same fan-out.
-  CHECK(all_ranks(
-      run_tile_multicast(s, tmashmem::TileMulticast::MulticastMap, "multicast map, opted in", 2)));
+  run_cases(
+      61, {{&tile_fan_out, "fan-out (default)"}, {&tile_multicast_map, "multicast map, opted in"}});
 }
