@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # The SASS check of the multicast paths (docs/multicast.md, "Checking the instructions"):
-# which sm_90a instructions the multimem forms and the tile put to every PE compile to,
-# and that the built library and GPU tests hold them. Needs cuobjdump (CUDA toolkit).
+# what the sm_90a instructions of the multimem forms and of the tile put to every PE are,
+# and that the built library and GPU tests hold them. Needs cuobjdump (CUDA toolkit) and,
+# for step 2, ninja and the build directory the objects came from.
 #
 #   tools/check-sass.sh [BUILD_DIR]      (default build-gpu; OUT_DIR keeps the probe's dump)
 #
-# 1. Compiles tools/sass/multimem_probe.cu to an sm_90a cubin: one kernel per multimem
-#    form (addresses from kernel arguments, so nothing folds away) and unicast controls.
-#    Each probe's opcodes, less the bookkeeping ones, are printed; the opcodes found in a
-#    multimem probe and in no control are the multimem mnemonics.
-# 2. Counts those mnemonics in the built objects (libtmashmem: the on-stream barrier
-#    kernel, whose ctx is a launch argument; test_multicast; test_barrier).
-# 3. Counts the tensor stores (UTMASTG) of the tile put: fan-out only vs multicast map
+# 1. Compiles tools/sass/multimem_probe.cu to an sm_90a cubin (addresses from kernel
+#    arguments, so nothing folds away) and prints each probe's memory instructions:
+#    multimem.ld_reduce must be an instruction of its own (LDGMC); each multimem.st /
+#    multimem.red is compared with its unicast control (st / red .global, same semantics).
+# 2. Compiles the built objects' sources to PTX with their own build commands and counts
+#    the multimem forms (the library: device/on_stream.cu, whose barrier kernel takes the
+#    context as a launch argument; test_multicast; test_barrier).
+# 3. Counts the LDGMC instructions in the built objects' SASS.
+# 4. Counts the tensor stores (UTMASTG) of the tile put: fan-out only vs multicast map
 #    opted in, which must have one more (the store through the multicast map).
-# Exit status 0 when every multimem probe compiled to an instruction no control has, every
-# object holds at least one multimem mnemonic, and the opted-in tile put has its own store.
+# Exit status 0 when all of that holds.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-gpu}
+build=$(cd "${1:-$root/build-gpu}" && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 CUDA_BIN=${CUDA_BIN:-/usr/local/cuda/bin}
@@ -28,8 +30,12 @@ if [ ! -x "$cuobjdump" ]; then
   exit 2
 fi
 fail=0
+failed() {
+  echo "  FAIL: $*"
+  fail=1
+}
 
-# function -> opcodes, one "function opcode" line per instruction (predicates dropped)
+# SASS text -> "function opcode" per instruction (predicates dropped)
 opcodes() {
   awk '/Function :/ { f = $3 }
        /\/\*[0-9a-f]+\*\// {
@@ -39,67 +45,87 @@ opcodes() {
          if (w[i] != "" && f != "") print f, w[i]
        }'
 }
-boring='^(MOV|IMAD|IMAD\.MOV\.U32|IMAD\.WIDE|IMAD\.WIDE\.U32|IADD3|ULDC|ULDC\.64|LDC|LDC\.64|S2R|S2UR|CS2R|EXIT|BRA|NOP|ISETP|UMOV|SHF|LEA|LOP3|SEL|BSSY|BSYNC|PLOP3|R2UR|UIADD3|ULOP3|USHF|ULEA|UISETP|USEL|MOV\.64|PRMT|F2FP|HFMA2\.MMA|SHFL\.IDX|VOTEU\.ANY|UMOV\.64)$'
+# the memory instructions of one function: loads, stores, reductions (not the result store
+# STG.E / STG.E.64 / STG.E.128 of an ld_reduce probe, which are weak)
+memory_ops() {
+  awk -v f="$1" '$1 == f && $2 ~ /^(LDGMC|STG|REDG|ATOMG|RED|ATOM|ST|LD)[.]/ && $2 ~ /STRONG/ {print $2}' \
+    "$out/probe.opcodes"
+}
 
-echo "== 1. probes (tools/sass/multimem_probe.cu, sm_90a)"
+echo "== 1. multimem forms and their sm_90a SASS (tools/sass/multimem_probe.cu)"
 if ! "$nvcc" -std=c++17 -O2 -arch=sm_90a -cubin -I"$root/include" \
     "$root/tools/sass/multimem_probe.cu" -o "$out/probe.cubin"; then
   echo "check-sass: the probe did not compile"
   exit 1
 fi
 "$cuobjdump" -sass "$out/probe.cubin" > "$out/probe.sass"
-opcodes < "$out/probe.sass" | sort -u > "$out/probe.opcodes"
-for f in $(awk '{print $1}' "$out/probe.opcodes" | sort -u); do
-  printf '  %-36s %s\n' "$f" "$(awk -v f="$f" '$1 == f {print $2}' "$out/probe.opcodes" |
-    grep -Ev "$boring" | tr '\n' ' ')"
-done
-awk '$1 ~ /^uc_/ {print $2}' "$out/probe.opcodes" | sort -u > "$out/control.opcodes"
-awk '$1 ~ /^mm_/ {print $2}' "$out/probe.opcodes" | sort -u |
-  grep -Ev "$boring" | grep -vxF -f "$out/control.opcodes" > "$out/multimem.opcodes"
-echo "  multimem mnemonics (in a multimem probe, in no control): $(tr '\n' ' ' < "$out/multimem.opcodes")"
+opcodes < "$out/probe.sass" > "$out/probe.opcodes"
 for f in $(awk '$1 ~ /^mm_/ {print $1}' "$out/probe.opcodes" | sort -u); do
-  if ! awk -v f="$f" '$1 == f {print $2}' "$out/probe.opcodes" | grep -qxF -f "$out/multimem.opcodes"; then
-    echo "  FAIL: $f holds no instruction that the unicast controls lack"
-    fail=1
-  fi
+  mine=$(memory_ops "$f" | sort -u | tr '\n' ' ')
+  case "$f" in
+    mm_ld_reduce_*)
+      printf '  %-36s %-44s (own instruction)\n' "$f" "$mine"
+      echo "$mine" | grep -q LDGMC || failed "$f has no LDGMC"
+      ;;
+    *)
+      control="uc_${f#mm_}"
+      theirs=$(memory_ops "$control" | sort -u | tr '\n' ' ')
+      if [ -n "$mine" ] && [ "$mine" = "$theirs" ]; then
+        verdict="same as $control"
+      else
+        verdict="differs from $control: $theirs"
+      fi
+      printf '  %-36s %-44s (%s)\n' "$f" "$mine" "$verdict"
+      [ -n "$mine" ] || failed "$f holds no strong store or reduction"
+      ;;
+  esac
 done
-[ -s "$out/multimem.opcodes" ] || { echo "  FAIL: no multimem mnemonic found"; fail=1; }
 
-echo "== 2. built objects (${build})"
-for obj in "$build/runtime/libtmashmem.so" "$build/tests/gpu/test_multicast" \
-           "$build/tests/gpu/test_barrier"; do
-  if [ ! -e "$obj" ]; then
-    echo "  FAIL: $obj is missing"
-    fail=1
+echo "== 2. multimem forms in the PTX of the built objects (${build})"
+ptx_of() {  # ptx_of NINJA_TARGET SOURCE: the PTX of SOURCE, compiled as the build compiles it
+  local cmd
+  cmd=$(cd "$build" && ninja -t commands "$1" 2>/dev/null | grep -- "-c [^ ]*$2" | tail -1)
+  [ -n "$cmd" ] || return 1
+  cmd=${cmd#*ccache }
+  cmd=$(echo "$cmd" | sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+/ -o PTX_OUT/; s/ -c / -ptx /')
+  (cd "$build" && eval "${cmd/PTX_OUT/$out/x.ptx}") && cat "$out/x.ptx"
+}
+for pair in "runtime/libtmashmem.so device/on_stream.cu" "tests/gpu/test_multicast tests/gpu/test_multicast.cu" \
+            "tests/gpu/test_barrier tests/gpu/test_barrier.cu"; do
+  set -- $pair
+  if ! ptx_of "$1" "$2" > "$out/obj.ptx"; then
+    failed "no PTX for $2 (is $build a ninja build of this tree?)"
     continue
   fi
-  name=$(basename "$obj")
-  "$cuobjdump" -sass "$obj" > "$out/$name.sass" 2>&1
-  total=0
-  summary=""
-  while read -r m; do
-    [ -n "$m" ] || continue
-    c=$(opcodes < "$out/$name.sass" | awk -v m="$m" '$2 == m' | wc -l)
-    total=$((total + c))
-    summary="$summary $m=$c"
-  done < "$out/multimem.opcodes"
-  echo "  $name: $total multimem instructions:$summary"
-  [ "$total" -gt 0 ] || { echo "  FAIL: $name holds no multimem instruction"; fail=1; }
+  forms=$(grep -o 'multimem\.[a-z_]*\.[^ ]*' "$out/obj.ptx" | sort -u)
+  printf '  %-28s %3d multimem instructions, %2d distinct forms\n' "$2" \
+    "$(grep -c 'multimem\.' "$out/obj.ptx")" "$(echo "$forms" | grep -c .)"
+  echo "$forms" | head -4 | sed 's/^/      /'
+  [ -n "$forms" ] || failed "$2 holds no multimem instruction"
 done
-echo "  sample lines from test_multicast:"
-grep -F -f <(sed 's/^/ /; s/$/ /' "$out/multimem.opcodes") "$out/test_multicast.sass" 2>/dev/null |
-  sed 's/^[ \t]*/    /; s/[ \t]*\/\* 0x[0-9a-f]* \*\/[ \t]*$//' | head -8
 
-echo "== 3. tile put to every PE: tensor stores"
-fan_sites=$(opcodes < "$out/probe.sass" | awk '$1 == "tile_put_fan_out" && $2 ~ /^UTMASTG/' | wc -l)
-mc_sites=$(opcodes < "$out/probe.sass" | awk '$1 == "tile_put_multicast_map" && $2 ~ /^UTMASTG/' | wc -l)
+echo "== 3. LDGMC (multimem.ld_reduce) in the SASS of the built objects"
+for obj in "$build/runtime/libtmashmem.so" "$build/tests/gpu/test_multicast" \
+           "$build/tests/gpu/test_barrier"; do
+  [ -e "$obj" ] || { failed "$obj is missing"; continue; }
+  "$cuobjdump" -sass "$obj" | opcodes | awk '$2 ~ /^LDGMC/ {print $2}' > "$out/ldgmc"
+  printf '  %-16s %4d LDGMC, %2d kinds %s\n' "$(basename "$obj")" "$(wc -l < "$out/ldgmc")" \
+    "$(sort -u "$out/ldgmc" | grep -c .)" "$(sort -u "$out/ldgmc" | head -3 | tr '\n' ' ')"
+  if [ "$(basename "$obj")" = test_multicast ] && [ ! -s "$out/ldgmc" ]; then
+    failed "test_multicast holds no LDGMC"
+  fi
+done
+
+echo "== 4. tile put to every PE: tensor stores"
+fan_sites=$(awk '$1 == "tile_put_fan_out" && $2 ~ /^UTMASTG/' "$out/probe.opcodes" | wc -l)
+mc_sites=$(awk '$1 == "tile_put_multicast_map" && $2 ~ /^UTMASTG/' "$out/probe.opcodes" | wc -l)
 echo "  UTMASTG sites: fan-out only $fan_sites, multicast map opted in $mc_sites"
-[ "$mc_sites" -gt "$fan_sites" ] || { echo "  FAIL: the opted-in path has no store of its own"; fail=1; }
-[ "$fan_sites" -gt 0 ] || { echo "  FAIL: no UTMASTG in the fan-out"; fail=1; }
+[ "$fan_sites" -gt 0 ] || failed "no UTMASTG in the fan-out"
+[ "$mc_sites" -gt "$fan_sites" ] || failed "the opted-in path has no store of its own"
 
 if [ -n "${OUT_DIR:-}" ]; then
   mkdir -p "$OUT_DIR/sass"
-  cp "$out/probe.sass" "$out/probe.opcodes" "$out/multimem.opcodes" "$OUT_DIR/sass/"
+  cp "$out/probe.sass" "$out/probe.opcodes" "$OUT_DIR/sass/"
 fi
 [ "$fail" -eq 0 ] && echo "check-sass: passed" || echo "check-sass: FAILED"
 exit "$fail"

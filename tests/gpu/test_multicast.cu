@@ -315,13 +315,15 @@ constexpr bool call_exists() {
 
 // Combination number I of call kind C: type I / 36, op (I / 6) % 6, group (I / 2) % 3,
 // relaxed or ordered (I % 2); both alignments, where the ISA has the (op, type) pair.
+// Counts the combinations it ran in `ran`.
 template <Call C, size_t I>
-bool run_combination(const FallbackSession& s, uint64_t round) {
+bool run_combination(const FallbackSession& s, uint64_t round, int* ran) {
   using T = std::tuple_element_t<I / 36, AllTypes>;
   constexpr McReduce Op = kOps[(I / 6) % 6];
   if constexpr (!call_exists<C, Op, T>()) {
     return true;
   } else {
+    ++*ran;
     constexpr Coop G = static_cast<Coop>((I / 2) % 3);
     constexpr bool ordered = I % 2 == 1;
     constexpr McOrder O = !ordered              ? McOrder::Relaxed
@@ -337,14 +339,27 @@ bool run_combination(const FallbackSession& s, uint64_t round) {
 }
 
 template <Call C, size_t... I>
-bool run_combinations(const FallbackSession& s, uint64_t round, std::index_sequence<I...>) {
-  return (run_combination<C, I>(s, round) & ...);
+bool run_combinations(const FallbackSession& s, uint64_t round, int* ran,
+                      std::index_sequence<I...>) {
+  return (run_combination<C, I>(s, round, ran) & ...);
 }
 
+// The pairs of the table in docs/multicast.md, times 3 groups and 2 orders: 8 types to
+// store; 31 (op, type) pairs for ld_reduce; 27 for red.
+constexpr int kExpectedCombinations[] = {8 * 6, 31 * 6, 27 * 6};
+
 template <Call C>
-bool every_combination(const FallbackSession& s, const char*, uint64_t round) {
+bool every_combination(const FallbackSession& s, const char* name, uint64_t round) {
   constexpr size_t kCombinations = 36 * std::tuple_size<AllTypes>::value;
-  return run_combinations<C>(s, round, std::make_index_sequence<kCombinations>());
+  int ran = 0;
+  bool ok = run_combinations<C>(s, round, &ran, std::make_index_sequence<kCombinations>());
+  if (s.me == 0) std::printf("%s: %d combinations, each at both alignments\n", name, ran);
+  if (ran != kExpectedCombinations[static_cast<int>(C)]) {
+    std::printf("[PE %d] %s: %d combinations ran, the ISA table has %d\n", s.me, name, ran,
+                kExpectedCombinations[static_cast<int>(C)]);
+    ok = false;
+  }
+  return ok;
 }
 
 }  // namespace

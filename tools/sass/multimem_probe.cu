@@ -1,7 +1,9 @@
-// Probe kernels for tools/check-sass.sh: one kernel per multimem form the library wraps
-// (detail/multimem.cuh), each on an address from a kernel argument so nothing folds away,
-// beside unicast controls; and the tile put to every PE (tile_put_multicast.cuh) with the
-// fan-out only and with the multicast map opted in. extern "C": plain names in the SASS.
+// Probe kernels for tools/check-sass.sh: one kernel per kind of multimem form the library
+// wraps (detail/multimem.cuh), each on an address from a kernel argument so nothing folds
+// away; for each st / red form a unicast control uc_<same name>; the multicast calls and
+// the barrier with the context from the launch; and the tile put to every PE
+// (tile_put_multicast.cuh), fan-out only and multicast map opted in. extern "C": plain
+// names in the SASS.
 #include <tmashmem/device.cuh>
 
 using namespace tmashmem;
@@ -27,10 +29,24 @@ __global__ void mm_red_release_add_u64(void* mc, uint64_t v) {
 __global__ void mm_red_relaxed_add_v4_f32(void* mc, uint4 v) {
   Multimem<McOp::Add, float>::red_v4<0>(mc, v);
 }
-// unicast controls: the same kinds of access without multimem
-__global__ void uc_st_relaxed_b32(uint32_t* p, uint32_t v) { st_relaxed_sys(p, v); }
-__global__ void uc_ld_relaxed_u32(const uint32_t* p, uint32_t* out) { *out = ld_relaxed_sys(p); }
-__global__ void uc_red_release_add_u64(uint64_t* p, uint64_t v) { red_add_release_sys(p, v); }
+// unicast controls: each multimem st / red probe's access as st / red .global with the same
+// semantics and width (ld_reduce has no unicast counterpart). Plain asm: these exist only
+// to be compared with, nowhere in the library.
+__global__ void uc_st_relaxed_b32(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__global__ void uc_st_release_b64(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__global__ void uc_st_relaxed_v4(void* p, uint4 v) { st_relaxed_sys_v4(p, v); }
+__global__ void uc_red_release_add_u64(uint64_t* p, uint64_t v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__global__ void uc_red_relaxed_add_v4_f32(float* p, float4 v) {
+  asm volatile("red.relaxed.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+}
 // the device calls and the barrier with the context from the launch: both paths compiled
 __global__ void call_multicast_red_u64(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* dest,
                                        const uint64_t* src) {
