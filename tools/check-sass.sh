@@ -12,7 +12,8 @@
 #    multimem.red is compared with its unicast control (st / red .global, same semantics).
 # 2. Compiles the built objects' sources to PTX with their own build commands and counts
 #    the multimem forms (the library: device/on_stream.cu, whose barrier kernel takes the
-#    context as a launch argument; test_multicast; test_barrier).
+#    context as a launch argument; test_barrier; with CHECK_SASS_FULL=1 also
+#    test_multicast, whose PTX takes a minute or more to compile).
 # 3. Counts the LDGMC instructions in the built objects' SASS.
 # 4. Counts the tensor stores (UTMASTG) of the tile put: fan-out only vs multicast map
 #    opted in, which must have one more (the store through the multicast map).
@@ -90,8 +91,9 @@ ptx_of() {  # ptx_of NINJA_TARGET SOURCE: the PTX of SOURCE, compiled as the bui
   cmd=$(echo "$cmd" | sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -o [^ ]+/ -o PTX_OUT/; s/ -c / -ptx /')
   (cd "$build" && eval "${cmd/PTX_OUT/$out/x.ptx}") && cat "$out/x.ptx"
 }
-for pair in "runtime/libtmashmem.so device/on_stream.cu" "tests/gpu/test_multicast tests/gpu/test_multicast.cu" \
-            "tests/gpu/test_barrier tests/gpu/test_barrier.cu"; do
+sources=("runtime/libtmashmem.so device/on_stream.cu" "tests/gpu/test_barrier tests/gpu/test_barrier.cu")
+[ "${CHECK_SASS_FULL:-0}" = 1 ] && sources+=("tests/gpu/test_multicast tests/gpu/test_multicast.cu")
+for pair in "${sources[@]}"; do
   set -- $pair
   if ! ptx_of "$1" "$2" > "$out/obj.ptx"; then
     failed "no PTX for $2 (is $build a ninja build of this tree?)"
