@@ -1,5 +1,6 @@
 // Symmetric tensors: descriptor checks, the backing store, one CUtensorMap per reachable
-// local PE in a device table, and the POD handle kernels take (docs/design.md, decision 6).
+// local PE in a device table (plus one on the tensor's multicast address when the heap has
+// a multicast object), and the POD handle kernels take (docs/design.md, decisions 6 and 7).
 //
 // Collective calls agree on every step: a descriptor that fails validation, differs between
 // PEs, or cannot be encoded on one PE is an error on every PE, never a hang.
@@ -32,9 +33,10 @@ struct tmashmem_tensor {
   int my_pe = 0;
   int first_local_pe = 0;
   int n_local_pes = 0;
-  uint64_t reachable = 0;  // bit s: maps[s] is valid
+  uint64_t reachable = 0;      // bit s: maps[s] is valid
+  bool has_multicast = false;  // maps[n_local_pes] is the map on the multicast address
   uint64_t peer_stride = 0;
-  std::vector<CUtensorMap> maps;  // n_local_pes + 1: the last slot is reserved for multicast
+  std::vector<CUtensorMap> maps;  // n_local_pes + 1: the last slot is for multicast (else zero)
   CUdeviceptr table = 0;
 };
 
@@ -99,6 +101,24 @@ tmashmem_status_t find_tensor(const char* call, tmashmem_tensor_t t) {
   return TMASHMEM_SUCCESS;
 }
 
+// Encodes the map of `address` (PE `pe`'s copy, or the multicast address when `pe` < 0) into
+// `map`. Local.
+tmashmem_status_t encode_map(const char* call, const TensorMapArgs& a, void* address, int pe,
+                             CUtensorMap* map) {
+  CUresult r = driver().cuTensorMapEncodeTiled(map, a.dtype, a.rank, address, a.dims, a.strides,
+                                               a.box, a.element_strides, a.interleave, a.swizzle,
+                                               a.l2_promotion, a.oob_fill);
+  if (r == CUDA_SUCCESS) return TMASHMEM_SUCCESS;
+  cuda_error(r, "cuTensorMapEncodeTiled", __FILE__, __LINE__);
+  const std::string whose =
+      pe < 0 ? std::string("the multicast address") : format_string("PE %d", pe);
+  return set_error(TMASHMEM_ERROR_CUDA,
+                   "%s: encoding the tensor map of %s at %p failed although the descriptor "
+                   "passed tmashmem's checks (please report it; TMASHMEM_MULTICAST=off avoids "
+                   "the multicast map): %s",
+                   call, whose.c_str(), address, last_error().c_str());
+}
+
 // Encodes the maps and uploads the table. Local; the caller agrees on the outcome.
 tmashmem_status_t build_maps(const char* call, tmashmem_tensor* t) {
   Runtime& rt = runtime();
@@ -113,17 +133,15 @@ tmashmem_status_t build_maps(const char* call, tmashmem_tensor* t) {
           TMASHMEM_ERROR_INTERNAL,
           "%s: PE %d is reachable but the heap has no address for it (heap offset %llu)", call, pe,
           static_cast<unsigned long long>(t->offset));
-    CUresult r = driver().cuTensorMapEncodeTiled(
-        &t->maps[static_cast<size_t>(slot)], a.dtype, a.rank, address, a.dims, a.strides, a.box,
-        a.element_strides, a.interleave, a.swizzle, a.l2_promotion, a.oob_fill);
-    if (r != CUDA_SUCCESS) {
-      cuda_error(r, "cuTensorMapEncodeTiled", __FILE__, __LINE__);
-      return set_error(TMASHMEM_ERROR_CUDA,
-                       "%s: encoding the tensor map of PE %d at %p failed although the descriptor "
-                       "passed tmashmem's checks (please report it): %s",
-                       call, pe, address, last_error().c_str());
-    }
+    TMASHMEM_TRY(encode_map(call, a, address, pe, &t->maps[static_cast<size_t>(slot)]));
     t->reachable |= uint64_t(1) << slot;
+  }
+  // The multicast map: mc_base + the tensor's heap offset (tmashmem_mc_ptr), when the heap
+  // has a multicast object; every PE decided that alike at init (docs/multicast.md).
+  if (rt.multicast.active()) {
+    void* address = reinterpret_cast<void*>(rt.multicast.base() + t->offset);
+    TMASHMEM_TRY(encode_map(call, a, address, -1, &t->maps[static_cast<size_t>(t->n_local_pes)]));
+    t->has_multicast = true;
   }
   const size_t bytes = t->maps.size() * sizeof(CUtensorMap);
   TMASHMEM_CU(cuMemAlloc(&t->table, bytes));
@@ -344,8 +362,8 @@ tmashmem_status_t tmashmem_tensor_handle(tmashmem_tensor_t tensor, tmashmem_tens
   const char* call = "tmashmem_tensor_handle";
   TMASHMEM_TRY(find_tensor(call, tensor));
   if (!out)
-    return set_error(TMASHMEM_ERROR_INVALID_VALUE, "%s: out is NULL; pass a tmashmem_tensor_handle_t",
-                     call);
+    return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                     "%s: out is NULL; pass a tmashmem_tensor_handle_t", call);
   const tmashmem_tensor_desc_t& d = tensor->desc;
   std::memset(out, 0, sizeof *out);
   out->version = TMASHMEM_TENSOR_HANDLE_VERSION;
@@ -364,7 +382,7 @@ tmashmem_status_t tmashmem_tensor_handle(tmashmem_tensor_t tensor, tmashmem_tens
   out->first_local_pe = tensor->first_local_pe;
   out->n_local_pes = tensor->n_local_pes;
   out->reachable = reachable_mask(runtime());
-  out->has_multicast = 0;
+  out->has_multicast = tensor->has_multicast ? 1u : 0u;
   out->maps = static_cast<uint64_t>(tensor->table);
   out->data = reinterpret_cast<uint64_t>(tensor->data);
   out->peer_stride = tensor->peer_stride;

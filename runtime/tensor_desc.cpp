@@ -65,50 +65,30 @@ const char* swizzle_name(uint32_t v) {
 
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
+// What tmashmem knows of each dtype, in tmashmem_dtype_t's order.
+struct DtypeInfo {
+  const char* name;
+  uint32_t bytes;
+  bool is_float;
+};
+constexpr DtypeInfo kDtypes[TMASHMEM_DTYPE_COUNT] = {
+    {"u8", 1, false},     {"u16", 2, false}, {"u32", 4, false},    {"i32", 4, false},
+    {"u64", 8, false},    {"i64", 8, false}, {"f16", 2, true},     {"f32", 4, true},
+    {"f64", 8, true},     {"bf16", 2, true}, {"f32_ftz", 4, true}, {"tf32", 4, true},
+    {"tf32_ftz", 4, true}};
+
 }  // namespace
 
 uint32_t dtype_bytes(uint32_t dtype) {
-  switch (dtype) {
-    case TMASHMEM_DTYPE_U8:
-      return 1;
-    case TMASHMEM_DTYPE_U16:
-    case TMASHMEM_DTYPE_F16:
-    case TMASHMEM_DTYPE_BF16:
-      return 2;
-    case TMASHMEM_DTYPE_U32:
-    case TMASHMEM_DTYPE_I32:
-    case TMASHMEM_DTYPE_F32:
-    case TMASHMEM_DTYPE_F32_FTZ:
-    case TMASHMEM_DTYPE_TF32:
-    case TMASHMEM_DTYPE_TF32_FTZ:
-      return 4;
-    case TMASHMEM_DTYPE_U64:
-    case TMASHMEM_DTYPE_I64:
-    case TMASHMEM_DTYPE_F64:
-      return 8;
-  }
-  return 0;
+  return dtype < TMASHMEM_DTYPE_COUNT ? kDtypes[dtype].bytes : 0;
 }
 
 const char* dtype_name(uint32_t dtype) {
-  static const char* const names[TMASHMEM_DTYPE_COUNT] = {
-      "u8",  "u16", "u32",  "i32",     "u64",  "i64",     "f16",
-      "f32", "f64", "bf16", "f32_ftz", "tf32", "tf32_ftz"};
-  return dtype < TMASHMEM_DTYPE_COUNT ? names[dtype] : "?";
+  return dtype < TMASHMEM_DTYPE_COUNT ? kDtypes[dtype].name : "?";
 }
 
 bool dtype_is_float(uint32_t dtype) {
-  switch (dtype) {
-    case TMASHMEM_DTYPE_F16:
-    case TMASHMEM_DTYPE_F32:
-    case TMASHMEM_DTYPE_F64:
-    case TMASHMEM_DTYPE_BF16:
-    case TMASHMEM_DTYPE_F32_FTZ:
-    case TMASHMEM_DTYPE_TF32:
-    case TMASHMEM_DTYPE_TF32_FTZ:
-      return true;
-  }
-  return false;
+  return dtype < TMASHMEM_DTYPE_COUNT && kDtypes[dtype].is_float;
 }
 
 // Every desc.<field>[i] for i < rank in 1..max, else the error naming i, the value and `why`.

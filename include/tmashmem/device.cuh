@@ -23,3 +23,4 @@
 #include "tmashmem/device/signal_pad.h"
 #include "tmashmem/device/status.cuh"
 #include "tmashmem/device/tile.cuh"
+#include "tmashmem/device/tile_put_multicast.cuh"

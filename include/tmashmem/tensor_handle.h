@@ -63,7 +63,7 @@ typedef struct tmashmem_tensor_handle_s {
   int32_t first_local_pe; /* map slot s belongs to PE first_local_pe + s */
   int32_t n_local_pes;    /* slots 0 .. n_local_pes-1 are PEs; slot n_local_pes is multicast */
   uint64_t reachable;     /* bit s: slot s holds a valid map; the same mask as tmashmem_ctx_t's */
-  uint32_t has_multicast; /* 1 when slot n_local_pes holds a multicast map (0 in this release) */
+  uint32_t has_multicast; /* 1: slot n_local_pes holds the map on the multicast address */
   uint32_t interleave;    /* tmashmem_interleave_t (tmashmem/tensor.h); 0 = none */
   uint64_t maps;          /* device address of the map table: n_local_pes + 1 CUtensorMaps of
                              128 bytes each, 128-byte aligned, in global memory */

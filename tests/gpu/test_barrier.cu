@@ -4,7 +4,10 @@
 // every block of every PE, and passes a second barrier before the next round
 // overwrites them. Several grid and block shapes (multi-dimensional, a partial
 // warp, a single thread), barrier_all and sync_all, consecutive launches sharing
-// the signal pad's counters; cooperative launches guarantee co-residency.
+// the signal pad's counters; cooperative launches guarantee co-residency. Each shape runs
+// both cross-PE steps: the one the context picks (the peer epochs: no multicast here)
+// and the multicast count, forced, whose multimem.red then takes multicast_red's
+// unicast fan-out (ctx.mc_base is 0 on every lent machine).
 #include <algorithm>
 #include <vector>
 
@@ -12,6 +15,7 @@
 
 using namespace gpu_test;
 using tmashmem::Status;
+using tmashmem::detail::BarrierExchange;
 
 namespace {
 
@@ -29,6 +33,7 @@ __device__ __forceinline__ uint64_t slot_value(uint64_t seed, uint64_t round, in
   return mix64(seed ^ (round << 20) ^ (uint64_t(pe) << 8) ^ uint64_t(block));
 }
 
+template <BarrierExchange E>
 __global__ void barrier_kernel(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* slots,
                                uint64_t rounds, uint64_t seed, int full_barrier,
                                BarrierResult* results) {
@@ -38,7 +43,9 @@ __global__ void barrier_kernel(const __grid_constant__ tmashmem_ctx_t ctx, uint6
   const unsigned threads = tmashmem::detail::block_thread_count();
   const int me = ctx.my_pe, n = ctx.n_pes, n_slots = n * blocks;
   auto barrier = [&]() {
-    return full_barrier ? tmashmem::barrier_all(ctx, kWaitNs) : tmashmem::sync_all(ctx, kWaitNs);
+    // FromContext is exactly barrier_all / sync_all.
+    return full_barrier ? tmashmem::detail::complete_and_barrier<E>(ctx, kWaitNs)
+                        : tmashmem::detail::grid_barrier<E>(ctx, kWaitNs, false);
   };
   unsigned long long bad_total = 0, first_bad_round = 0;
   int first_bad_slot = -1;
@@ -105,46 +112,58 @@ TEST_CASE("device barriers: 10,000 back-to-back rounds with a per-round value ch
       {dim3(1), dim3(1), 1, 20, "barrier_all, 1 block of 1 thread"},
       {dim3(16), dim3(256), 0, 20, "sync_all, 16 blocks of 256 threads"},
   };
+  struct Exchange {
+    const void* kernel;
+    const char* what;
+  };
+  const Exchange exchanges[] = {
+      {reinterpret_cast<const void*>(barrier_kernel<BarrierExchange::FromContext>), "as picked"},
+      {reinterpret_cast<const void*>(barrier_kernel<BarrierExchange::MulticastCount>),
+       "multicast count (fan-out)"},
+  };
   uint64_t launch = 0;
-  for (const Shape& shape : shapes) {
-    const int blocks = static_cast<int>(shape.grid.x * shape.grid.y * shape.grid.z);
-    REQUIRE(blocks <= 16);
-    REQUIRE(s.n * blocks <= kMaxSlots);
-    const uint64_t rounds = std::max<uint64_t>(1, base_rounds / shape.rounds_divisor);
-    const uint64_t seed = seed_for(40, 0, ++launch);
-    ok &= GPU_TEST_CUDA(cudaMemset(results, 0, sizeof(BarrierResult) * 16));
-    ok &= sync_and_barrier();
-    const double t0 = MPI_Wtime();
-    int full = shape.full_barrier;
-    uint64_t* slots_arg = slots;
-    uint64_t rounds_arg = rounds, seed_arg = seed;
-    void* args[] = {
-        const_cast<tmashmem_ctx_t*>(&ctx), &slots_arg, &rounds_arg, &seed_arg, &full, &results};
-    ok &= GPU_TEST_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(barrier_kernel),
-                                                    shape.grid, shape.block, args, 0, nullptr));
-    ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
-    const double seconds = MPI_Wtime() - t0;
-    std::vector<BarrierResult> res(static_cast<size_t>(blocks));
-    ok &= GPU_TEST_CUDA(cudaMemcpy(res.data(), results, sizeof(BarrierResult) * res.size(),
-                                   cudaMemcpyDeviceToHost));
-    for (int b = 0; b < blocks; ++b) {
-      const BarrierResult& r = res[size_t(b)];
-      if (r.status != static_cast<int>(Status::Ok) || r.rounds != rounds || r.bad != 0) {
-        std::printf(
-            "[PE %d] %s: block %d: %llu of %llu rounds, status %s, %llu wrong values (first "
-            "in round %llu, slot %d)\n",
-            s.me, shape.what, b, r.rounds, (unsigned long long)rounds,
-            tmashmem::status_name(static_cast<Status>(r.status)), r.bad, r.first_bad_round,
-            r.first_bad_slot);
-        ok = false;
+  // Shapes outer, exchanges inner: launches alternate between the two, which share
+  // grid_arrived and grid_generation but count cross-PE progress apart.
+  for (const Shape& shape : shapes)
+    for (const Exchange& exchange : exchanges) {
+      const int blocks = static_cast<int>(shape.grid.x * shape.grid.y * shape.grid.z);
+      REQUIRE(blocks <= 16);
+      REQUIRE(s.n * blocks <= kMaxSlots);
+      const uint64_t rounds = std::max<uint64_t>(1, base_rounds / shape.rounds_divisor);
+      const uint64_t seed = seed_for(40, 0, ++launch);
+      ok &= GPU_TEST_CUDA(cudaMemset(results, 0, sizeof(BarrierResult) * 16));
+      ok &= sync_and_barrier();
+      const double t0 = MPI_Wtime();
+      int full = shape.full_barrier;
+      uint64_t* slots_arg = slots;
+      uint64_t rounds_arg = rounds, seed_arg = seed;
+      void* args[] = {
+          const_cast<tmashmem_ctx_t*>(&ctx), &slots_arg, &rounds_arg, &seed_arg, &full, &results};
+      ok &= GPU_TEST_CUDA(
+          cudaLaunchCooperativeKernel(exchange.kernel, shape.grid, shape.block, args, 0, nullptr));
+      ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
+      const double seconds = MPI_Wtime() - t0;
+      std::vector<BarrierResult> res(static_cast<size_t>(blocks));
+      ok &= GPU_TEST_CUDA(cudaMemcpy(res.data(), results, sizeof(BarrierResult) * res.size(),
+                                     cudaMemcpyDeviceToHost));
+      for (int b = 0; b < blocks; ++b) {
+        const BarrierResult& r = res[size_t(b)];
+        if (r.status != static_cast<int>(Status::Ok) || r.rounds != rounds || r.bad != 0) {
+          std::printf(
+              "[PE %d] %s, %s: block %d: %llu of %llu rounds, status %s, %llu wrong values "
+              "(first in round %llu, slot %d)\n",
+              s.me, shape.what, exchange.what, b, r.rounds, (unsigned long long)rounds,
+              tmashmem::status_name(static_cast<Status>(r.status)), r.bad, r.first_bad_round,
+              r.first_bad_slot);
+          ok = false;
+        }
       }
+      if (s.me == 0)
+        std::printf("device barriers: %-45s %-26s %d PEs: %llu barriers in %.2f s (%.1f us each)\n",
+                    shape.what, exchange.what, s.n, 2 * (unsigned long long)rounds, seconds,
+                    seconds * 1e6 / double(2 * rounds));
+      ok &= sync_and_barrier();
     }
-    if (s.me == 0)
-      std::printf("device barriers: %-45s %d PEs: %llu barriers in %.2f s (%.1f us each)\n",
-                  shape.what, s.n, 2 * (unsigned long long)rounds, seconds,
-                  seconds * 1e6 / double(2 * rounds));
-    ok &= sync_and_barrier();
-  }
   CHECK(all_ranks(ok));
   cudaFree(results);
   tmashmem_free(slots);

@@ -9,8 +9,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.cuh"
@@ -269,92 +272,213 @@ bool both_alignments(const FallbackSession& s, const char* name, uint64_t round)
   return ok;
 }
 
-bool all_peers_reachable(const FallbackSession& s) {
-  const tmashmem_ctx_t ctx = s.ctx();
-  return tmashmem::all_reachable(ctx);
+// A case: a name, and what runs it on a session (fresh data from `round` on).
+struct McCase {
+  bool (*run)(const FallbackSession&, const char*, uint64_t);
+  const char* name;
+};
+
+// Runs `cases` in one session, every PE agreeing on each result; skipped where some PE is
+// not load/store reachable.
+void run_cases(uint64_t first_round, std::initializer_list<McCase> cases) {
+  FallbackSession s;
+  REQUIRE(all_ranks(s.ok && kForced));
+  if (!all_ranks(tmashmem::all_reachable(s.ctx()))) {
+    tmashmem_test::mark_skipped("needs every PE load/store reachable");
+    return;
+  }
+  uint64_t round = first_round;
+  for (const McCase& c : cases) {
+    INFO(c.name);
+    CHECK(all_ranks(c.run(s, c.name, round)));
+    round += 1000;
+  }
+}
+
+// ---- every (op, type) pair the ISA has, each call kind ------------------------------------
+
+using AllTypes =
+    std::tuple<uint32_t, int32_t, uint64_t, int64_t, float, double, __half, __nv_bfloat16>;
+constexpr McReduce kOps[] = {McReduce::Add, McReduce::Min, McReduce::Max,
+                             McReduce::And, McReduce::Or,  McReduce::Xor};
+const char* const kOpNames[] = {"add", "min", "max", "and", "or", "xor"};
+const char* const kTypeNames[] = {"u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16"};
+const char* const kGroupNames[] = {"thread", "warp", "block"};
+
+template <Call C, McReduce Op, class T>
+constexpr bool call_exists() {
+  if constexpr (C == Call::Store) return Op == McReduce::Add;  // a store has no op: once
+  if constexpr (C == Call::LdReduce) return tmashmem::detail::ld_reduce_exists<Op, T>();
+  if constexpr (C == Call::Red) return tmashmem::detail::red_exists<Op, T>();
+  return false;
+}
+
+// Combination number I of call kind C: type I / 36, op (I / 6) % 6, group (I / 2) % 3,
+// relaxed or ordered (I % 2); both alignments, where the ISA has the (op, type) pair.
+// Counts the combinations it ran in `ran`.
+template <Call C, size_t I>
+bool run_combination(const FallbackSession& s, uint64_t round, int* ran) {
+  using T = std::tuple_element_t<I / 36, AllTypes>;
+  constexpr McReduce Op = kOps[(I / 6) % 6];
+  if constexpr (!call_exists<C, Op, T>()) {
+    return true;
+  } else {
+    ++*ran;
+    constexpr Coop G = static_cast<Coop>((I / 2) % 3);
+    constexpr bool ordered = I % 2 == 1;
+    constexpr McOrder O = !ordered              ? McOrder::Relaxed
+                          : C == Call::LdReduce ? McOrder::Acquire
+                                                : McOrder::Release;
+    const char* kind = C == Call::Store ? "store" : C == Call::LdReduce ? "ld_reduce" : "red";
+    const std::string name = std::string(kind) + " " +
+                             (C == Call::Store ? "" : std::string(kOpNames[(I / 6) % 6]) + " ") +
+                             kTypeNames[I / 36] + " " + kGroupNames[static_cast<int>(G)] +
+                             (ordered ? (O == McOrder::Acquire ? " acquire" : " release") : "");
+    return both_alignments<C, Op, T, G, O>(s, name.c_str(), round + 2 * I);
+  }
+}
+
+template <Call C, size_t... I>
+bool run_combinations(const FallbackSession& s, uint64_t round, int* ran,
+                      std::index_sequence<I...>) {
+  return (run_combination<C, I>(s, round, ran) & ...);
+}
+
+// The pairs of the table in docs/multicast.md, times 3 groups and 2 orders: 8 types to
+// store; 31 (op, type) pairs for ld_reduce; 27 for red.
+constexpr int kExpectedCombinations[] = {8 * 6, 31 * 6, 27 * 6};
+
+template <Call C>
+bool every_combination(const FallbackSession& s, const char* name, uint64_t round) {
+  constexpr size_t kCombinations = 36 * std::tuple_size<AllTypes>::value;
+  int ran = 0;
+  bool ok = run_combinations<C>(s, round, &ran, std::make_index_sequence<kCombinations>());
+  if (s.me == 0) std::printf("%s: %d combinations, each at both alignments\n", name, ran);
+  if (ran != kExpectedCombinations[static_cast<int>(C)]) {
+    std::printf("[PE %d] %s: %d combinations ran, the ISA table has %d\n", s.me, name, ran,
+                kExpectedCombinations[static_cast<int>(C)]);
+    ok = false;
+  }
+  return ok;
 }
 
 }  // namespace
 
+// Every (op, type) pair of each call kind, each at thread, warp and block granularity,
+// relaxed and ordered, 16-byte aligned and not.
 TEST_CASE("multicast_store through the fallback: every PE's segment on every PE") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  constexpr McReduce kAny = McReduce::Add;
-  CHECK(all_ranks(
-      both_alignments<Call::Store, kAny, uint32_t, Coop::Thread>(s, "store u32 thread", 1)));
-  CHECK(
-      all_ranks(both_alignments<Call::Store, kAny, uint32_t, Coop::Warp>(s, "store u32 warp", 3)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, uint64_t, Coop::Block, McOrder::Release>(
-      s, "store u64 block release", 5)));
-  CHECK(all_ranks(both_alignments<Call::Store, kAny, __half, Coop::Warp, McOrder::Release>(
-      s, "store f16 warp release", 7)));
-  CHECK(
-      all_ranks(both_alignments<Call::Store, kAny, double, Coop::Block>(s, "store f64 block", 9)));
+  run_cases(1, {{&every_combination<Call::Store>, "multicast_store, every type"}});
 }
 
 TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE's copy") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
-  }
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint32_t, Coop::Block>(
-      s, "ld_reduce add u32 block", 11)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, uint64_t, Coop::Warp>(
-      s, "ld_reduce add u64 warp", 13)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, int64_t, Coop::Thread>(
-      s, "ld_reduce min s64 thread", 15)));
-  CHECK(all_ranks(
-      both_alignments<Call::LdReduce, McReduce::Max, int32_t, Coop::Block, McOrder::Acquire>(
-          s, "ld_reduce max s32 block acquire", 17)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Xor, uint32_t, Coop::Warp>(
-      s, "ld_reduce xor b32 warp", 19)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::And, uint64_t, Coop::Block>(
-      s, "ld_reduce and b64 block", 21)));
-  CHECK(all_ranks(
-      both_alignments<Call::LdReduce, McReduce::Add, float, Coop::Block, McOrder::Acquire>(
-          s, "ld_reduce add f32 block acquire", 23)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, double, Coop::Thread>(
-      s, "ld_reduce add f64 thread", 25)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Add, __half, Coop::Warp>(
-      s, "ld_reduce add f16 warp", 27)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Max, __nv_bfloat16, Coop::Block>(
-      s, "ld_reduce max bf16 block", 29)));
-  CHECK(all_ranks(both_alignments<Call::LdReduce, McReduce::Min, __half, Coop::Thread>(
-      s, "ld_reduce min f16 thread", 31)));
+  run_cases(1, {{&every_combination<Call::LdReduce>, "multicast_ld_reduce, every (op, type)"}});
 }
 
 TEST_CASE("multicast_red through the fallback: every PE's contribution lands on every PE") {
-  FallbackSession s;
-  REQUIRE(all_ranks(s.ok && kForced));
-  if (!all_ranks(all_peers_reachable(s))) {
-    tmashmem_test::mark_skipped("needs every PE load/store reachable");
-    return;
+  run_cases(1, {{&every_combination<Call::Red>, "multicast_red, every (op, type)"}});
+}
+
+// ---- tma_put_tile_multicast through the fan-out -----------------------------------------
+
+namespace {
+
+// A 3-D u32 tensor [kTileW, kTileH, n_pes] (innermost first): PE p writes plane z = p of
+// every PE's copy, tile by tile. Neither extent is a multiple of the box, so the right and
+// bottom tiles are clipped (rows are 400 bytes: whole 16-byte units, nothing padded).
+constexpr uint32_t kTileW = 100, kTileH = 37, kBoxW = 32, kBoxH = 8;
+constexpr size_t kTensorGuard = 256;  // guard bytes before and after the tensor
+
+__global__ void put_tiles_multicast_kernel(const __grid_constant__ tmashmem_tensor_handle_t t,
+                                           const uint32_t* src, int way) {
+  __shared__ alignas(128) uint32_t tile[kBoxH][kBoxW];
+  const int tiles_x = (kTileW + kBoxW - 1) / kBoxW;
+  const int x0 = static_cast<int>(blockIdx.x % tiles_x) * kBoxW;
+  const int y0 = static_cast<int>(blockIdx.x / tiles_x) * kBoxH;
+  for (unsigned i = threadIdx.x; i < kBoxW * kBoxH; i += blockDim.x) {
+    const unsigned x = x0 + i % kBoxW, y = y0 + i / kBoxW;
+    // Outside the tensor: never written (clipped); a value that would show if it were.
+    tile[i / kBoxW][i % kBoxW] = x < kTileW && y < kTileH ? src[y * kTileW + x] : 0xDEADBEEFu;
   }
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, uint64_t, Coop::Block>(
-      s, "red add u64 block", 41)));
-  CHECK(
-      all_ranks(both_alignments<Call::Red, McReduce::Add, int32_t, Coop::Thread, McOrder::Release>(
-          s, "red add s32 thread release", 43)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Min, uint32_t, Coop::Warp>(s, "red min u32 warp", 45)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Max, int64_t, Coop::Block>(s, "red max s64 block", 47)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Or, uint64_t, Coop::Thread>(
-      s, "red or b64 thread", 49)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Xor, uint32_t, Coop::Block>(
-      s, "red xor b32 block", 51)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, float, Coop::Block, McOrder::Release>(
-      s, "red add f32 block release", 53)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Add, double, Coop::Warp>(s, "red add f64 warp", 55)));
-  CHECK(all_ranks(both_alignments<Call::Red, McReduce::Add, __nv_bfloat16, Coop::Warp>(
-      s, "red add bf16 warp", 57)));
-  CHECK(all_ranks(
-      both_alignments<Call::Red, McReduce::Add, __half, Coop::Block>(s, "red add f16 block", 59)));
+  tmashmem::fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tmashmem::tma_acquire_tensor_maps(t);
+    tmashmem::tma_put_tile_multicast(t, {x0, y0, t.my_pe}, tile,
+                                     static_cast<tmashmem::TileMulticast>(way));
+    tmashmem::bulk_wait_group<0>();
+  }
+}
+
+bool run_tile_multicast(const FallbackSession& s, tmashmem::TileMulticast way, const char* name,
+                        uint64_t round) {
+  const int me = s.me, n = s.n;
+  const size_t plane = size_t(kTileW) * kTileH, extent = plane * size_t(n) * sizeof(uint32_t);
+  const size_t region = 2 * kTensorGuard + extent;
+  auto* sym = static_cast<uint8_t*>(tmashmem_malloc(region));
+  bool ok = all_ranks(sym != nullptr);
+  if (!ok) return false;
+  uint64_t dims[3] = {kTileW, kTileH, uint64_t(n)};
+  uint32_t box[3] = {kBoxW, kBoxH, 1};
+  tmashmem_tensor_desc_t d;
+  ok &= GPU_TEST_TM(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 3, dims, box));
+  tmashmem_tensor_t t = nullptr;
+  ok &= all_ranks(GPU_TEST_TM(tmashmem_tensor_view(sym + kTensorGuard, &d, &t)));
+  if (!ok) return false;
+  tmashmem_tensor_handle_t h;
+  ok &= GPU_TEST_TM(tmashmem_tensor_handle(t, &h));
+  if (h.has_multicast != 0) {
+    std::printf("[PE %d] %s: the tensor has a multicast map; this test runs only the fallback\n",
+                me, name);
+    ok = false;
+  }
+  const uint64_t purpose = 0x7469 + round;
+  std::vector<uint32_t> mine(plane);
+  for (size_t i = 0; i < plane; ++i)
+    mine[i] = static_cast<uint32_t>(mix64(seed_for(purpose, me) ^ i));
+  uint32_t* src = nullptr;
+  ok &= GPU_TEST_CUDA(cudaMalloc(&src, plane * sizeof(uint32_t)));
+  ok &=
+      GPU_TEST_CUDA(cudaMemcpy(src, mine.data(), plane * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  ok &= GPU_TEST_CUDA(cudaMemset(sym, kGuardByte, region));
+  ok &= sync_and_barrier();
+  const unsigned tiles = ((kTileW + kBoxW - 1) / kBoxW) * ((kTileH + kBoxH - 1) / kBoxH);
+  put_tiles_multicast_kernel<<<tiles, 96>>>(h, src, static_cast<int>(way));
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= sync_and_barrier();
+
+  std::vector<uint8_t> got(region);
+  ok &= GPU_TEST_CUDA(cudaMemcpy(got.data(), sym, region, cudaMemcpyDeviceToHost));
+  size_t guards = 0, bad = 0;
+  for (size_t i = 0; i < kTensorGuard; ++i)
+    guards += (got[i] != kGuardByte) + (got[kTensorGuard + extent + i] != kGuardByte);
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < plane; ++i) {
+      uint32_t v;
+      std::memcpy(&v, got.data() + kTensorGuard + (size_t(q) * plane + i) * 4, 4);
+      bad += v != static_cast<uint32_t>(mix64(seed_for(purpose, q) ^ i));
+    }
+  if (bad || guards)
+    std::printf("[PE %d] %s: %zu of %zu elements wrong, %zu guard bytes changed\n", me, name, bad,
+                plane * size_t(n), guards);
+  ok &= bad == 0 && guards == 0;
+  ok &= sync_and_barrier();
+  cudaFree(src);
+  ok &= GPU_TEST_TM(tmashmem_tensor_destroy(t));
+  ok &= GPU_TEST_TM(tmashmem_free(sym));
+  return ok;
+}
+
+bool tile_fan_out(const FallbackSession& s, const char* name, uint64_t round) {
+  return run_tile_multicast(s, tmashmem::TileMulticast::FanOut, name, round);
+}
+// Opted in, but the tensor has no multicast map here: the same fan-out.
+bool tile_multicast_map(const FallbackSession& s, const char* name, uint64_t round) {
+  return run_tile_multicast(s, tmashmem::TileMulticast::MulticastMap, name, round);
+}
+
+}  // namespace
+
+TEST_CASE("tma_put_tile_multicast through the fan-out: every PE's plane on every PE") {
+  run_cases(
+      61, {{&tile_fan_out, "fan-out (default)"}, {&tile_multicast_map, "multicast map, opted in"}});
 }

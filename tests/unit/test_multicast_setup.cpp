@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -483,5 +484,80 @@ TEST_CASE("multicast: failures injected through TMASHMEM_EMU_MULTICAST_FAIL") {
     EnvGuard fail(emu::kEnvMulticastFail, "unmap");
     CHECK_THROWS_AS(emu::install(multicast_options()), std::invalid_argument);
     emu::uninstall();
+  }
+}
+
+namespace {
+
+// The device table of `t`'s handle: n_local_pes PE maps, then the multicast slot.
+std::vector<CUtensorMap> map_table(const tmashmem_tensor_handle_t& h) {
+  std::vector<CUtensorMap> table(static_cast<size_t>(h.n_local_pes) + 1);
+  if (tmashmem::driver().cuMemcpyDtoH(table.data(), static_cast<CUdeviceptr>(h.maps),
+                                      table.size() * sizeof(CUtensorMap)) != CUDA_SUCCESS)
+    table.clear();
+  return table;
+}
+
+// A create and a view; for each, whether the handle says it has a multicast map, and where
+// that map (slot n_local_pes) points: mc_base + heap offset, or nowhere (all zero).
+void check_multicast_maps(bool multicast) {
+  uint64_t dims[2] = {96, 40};
+  uint32_t box[2] = {32, 8};
+  tmashmem_tensor_desc_t d;
+  REQUIRE(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_F32, 2, dims, box) == TMASHMEM_SUCCESS);
+  auto* buffer = static_cast<uint8_t*>(tmashmem_malloc(size_t(1) << 20));
+  REQUIRE(all_ranks(buffer != nullptr));
+  for (int view = 0; view < 2; ++view) {
+    INFO((view ? "tmashmem_tensor_view" : "tmashmem_tensor_create"));
+    tmashmem_tensor_t t = nullptr;
+    const tmashmem_status_t st =
+        view ? tmashmem_tensor_view(buffer + 4096, &d, &t) : tmashmem_tensor_create(&d, &t);
+    REQUIRE(all_ranks(st == TMASHMEM_SUCCESS));
+    tmashmem_tensor_handle_t h;
+    REQUIRE(tmashmem_tensor_handle(t, &h) == TMASHMEM_SUCCESS);
+    const tmashmem_ctx_t ctx = device_ctx();
+    CHECK(h.has_multicast == (multicast ? 1u : 0u));
+    const std::vector<CUtensorMap> table = map_table(h);
+    REQUIRE(table.size() == static_cast<size_t>(h.n_local_pes) + 1);
+    const CUtensorMap& mc = table.back();
+    if (multicast) {
+      emu::TensorMapFields f;
+      REQUIRE(emu::decode_tensor_map(mc, &f));
+      CHECK(f.address == ctx.mc_base + (h.data - ctx.heap_base));
+      CHECK(f.address == reinterpret_cast<uint64_t>(tmashmem_mc_ptr(tmashmem_tensor_data(t))));
+      CHECK(f.rank == 2);
+      CHECK(f.dims[0] == 96);
+      CHECK(f.box[1] == 8);
+      // The PE maps are still each PE's own copy.
+      emu::TensorMapFields mine;
+      REQUIRE(emu::decode_tensor_map(table[static_cast<size_t>(mpi_rank())], &mine));
+      CHECK(mine.address == h.data);
+    } else {
+      CHECK(ctx.mc_base == 0);
+      CHECK(std::all_of(std::begin(mc.opaque), std::end(mc.opaque),
+                        [](cuuint64_t w) { return w == 0; }));
+    }
+    CHECK(tmashmem_tensor_destroy(t) == TMASHMEM_SUCCESS);
+  }
+  CHECK(tmashmem_free(buffer) == TMASHMEM_SUCCESS);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "multicast: every symmetric tensor gets a map on its multicast address, if there is one") {
+  ClearedMulticastEnv cleared;
+  {
+    EmulatedRuntime rt(multicast_options());
+    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS && on_emulator()));
+    REQUIRE(all_ranks(device_ctx().mc_base != 0));
+    check_multicast_maps(true);
+  }
+  {
+    EnvGuard off("TMASHMEM_MULTICAST", "off");
+    EmulatedRuntime rt(multicast_options());
+    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS && on_emulator()));
+    check_multicast_maps(false);
+    CHECK(emu::counts().multicast_calls == 0);
   }
 }

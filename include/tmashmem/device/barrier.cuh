@@ -32,15 +32,23 @@
 //   inconsistent: do not use device barriers again in this job.
 //
 // Algorithm: every block's thread 0 increments grid_arrived (gpu-scope acq_rel
-// atomic). The last block to arrive resets it and, with its first warp, stores the
-// new epoch (this PE's barrier count + 1) into barrier_epoch[my_pe] of every peer
-// (system-scope release stores, one lane per peer; GPU scope when every PE shares
-// this GPU) and waits until every peer's epoch in its own pad reached the same
-// value (acquire loads at system scope, as cheap as GPU scope: signal.cuh). A grid
-// of one block skips the arrival count. It then publishes the epoch as
+// atomic). The last block to arrive resets it and runs the cross-PE step, chosen once
+// per call from ctx.mc_base; both steps give the contract above unchanged:
+//  - unicast (ctx.mc_base == 0): with its first warp it stores the new epoch (this
+//    PE's barrier count + 1) into barrier_epoch[my_pe] of every peer (system-scope
+//    release stores, one lane per peer; GPU scope when every PE shares this GPU) and
+//    waits until every peer's epoch in its own pad reached the same value (acquire
+//    loads at system scope, as cheap as GPU scope: signal.cuh);
+//  - multicast (ctx.mc_base != 0): thread 0 adds 1 to mc_barrier_count of every PE
+//    with one multimem.red.release.sys (multicast_red, Release), then polls its own
+//    mc_barrier_count with ld.acquire.sys until it reaches k * n_pes, where k counts
+//    this PE's multicast barriers (mc_barrier_entered). The count needs no reset: it
+//    only grows, by n_pes per barrier, and it cannot reach k * n_pes before every PE
+//    added its k-th 1, since no PE adds a (k+1)-th before its k-th barrier completed.
+// A grid of one block skips the arrival count. It then publishes the epoch as
 // grid_generation (gpu-scope release), which the other blocks of the PE are polling
-// (gpu-scope acquire). Epochs compare with >=, so a
-// fast peer already announcing the next barrier does not confuse a slow one.
+// (gpu-scope acquire). Epochs and counts compare with >=, so a fast peer already
+// announcing the next barrier does not confuse a slow one.
 #pragma once
 
 #include <stdint.h>
@@ -51,6 +59,7 @@
 #include "tmashmem/device/detail/fence.cuh"
 #include "tmashmem/device/detail/ld_st.cuh"
 #include "tmashmem/device/detail/threads.cuh"
+#include "tmashmem/device/multicast.cuh"
 #include "tmashmem/device/order.cuh"
 #include "tmashmem/device/signal.cuh"
 #include "tmashmem/device/signal_pad.h"
@@ -94,10 +103,36 @@ __device__ __forceinline__ bool exchange_epochs(const Ctx& ctx, uint64_t epoch, 
   return ok;
 }
 
+// The cross-PE step through the multicast object (see the algorithm above), run by
+// thread 0 of the block that completed this PE's grid arrival. Returns false on timeout.
+// Through multicast_red, so with ctx.mc_base == 0 it fans out unicast (what the GPU
+// tests run through BarrierExchange::MulticastCount).
+__device__ __forceinline__ bool count_through_multicast(const Ctx& ctx, Deadline& deadline) {
+  tmashmem_signal_pad_t* pad = signal_pad(ctx);
+  // Written only here, by one thread per barrier, after the previous barrier's leader
+  // (its grid_generation release, or the kernel boundary, orders the two).
+  const uint64_t k = ld_relaxed_gpu(&pad->mc_barrier_entered) + 1;
+  st_relaxed_gpu(&pad->mc_barrier_entered, k);
+  const uint64_t one = 1;
+  multicast_red<McReduce::Add, uint64_t, Coop::Thread, McOrder::Release>(
+      ctx, &pad->mc_barrier_count, &one, 1);
+  const uint64_t target = k * static_cast<uint64_t>(ctx.n_pes);
+  while (ld_acquire_sys(&pad->mc_barrier_count) < target)
+    if (deadline.expired()) return false;
+  return true;
+}
+
+/// How the last block of a PE meets the other PEs: FromContext (what sync_all and
+/// barrier_all use) picks MulticastCount when ctx.mc_base != 0, else PeerEpochs.
+enum class BarrierExchange { FromContext, PeerEpochs, MulticastCount };
+
 // sync_all, and barrier_all when `complete`: then thread 0 of each block issues a
 // system-scope SC fence after the block's threads finished their bulk copies.
+template <BarrierExchange E = BarrierExchange::FromContext>
 __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_ns, bool complete) {
   if (!all_reachable(ctx)) return Status::Unreachable;
+  const bool multicast = E == BarrierExchange::MulticastCount ||
+                         (E == BarrierExchange::FromContext && ctx.mc_base != 0);
   tmashmem_signal_pad_t* pad = signal_pad(ctx);
   const unsigned tid = block_thread_rank();
   const unsigned threads = block_thread_count();
@@ -130,7 +165,10 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
       // before releasing anyone into it.
       if (tid == 0 && n_blocks > 1) st_relaxed_gpu(&pad->grid_arrived, 0);
       const uint64_t epoch = (generation & ~kGenerationFailed) + 1;
-      timed_out = !exchange_epochs(ctx, epoch, tid, lanes, deadline);
+      if (!multicast)
+        timed_out = !exchange_epochs(ctx, epoch, tid, lanes, deadline);
+      else if (tid == 0)
+        timed_out = !count_through_multicast(ctx, deadline);
       // Every lane's acquire (and lane 0's reset) before lane 0's release.
       const bool any_timed_out = __any_sync(mask, timed_out);
       __syncwarp(mask);
@@ -159,6 +197,16 @@ __device__ __forceinline__ Status grid_barrier(const Ctx& ctx, uint64_t timeout_
   return __syncthreads_or(timed_out) ? Status::Timeout : Status::Ok;
 }
 
+// barrier_all's body: quiet() for the whole grid (each thread completes its own bulk
+// copies; the system-scope fence is issued once per block, after the block's
+// __syncthreads, which makes it cover every thread of the block), then the barrier.
+template <BarrierExchange E = BarrierExchange::FromContext>
+__device__ __forceinline__ Status complete_and_barrier(const Ctx& ctx, uint64_t timeout_ns) {
+  bulk_wait_all();
+  fence_proxy_async();
+  return grid_barrier<E>(ctx, timeout_ns, true);
+}
+
 }  // namespace detail
 
 /// Synchronises every thread of the grid on every PE (see the contract above):
@@ -173,12 +221,7 @@ __device__ __forceinline__ Status sync_all(const Ctx& ctx, uint64_t timeout_ns =
 /// any thread of any PE before the barrier is complete and visible to all after
 /// it. Same callers, requirements and results as sync_all.
 __device__ __forceinline__ Status barrier_all(const Ctx& ctx, uint64_t timeout_ns = 0) {
-  // quiet() for the whole grid: each thread completes its own bulk copies; the
-  // system-scope fence is issued once per block, after the block's __syncthreads,
-  // which makes it cover every thread of the block.
-  detail::bulk_wait_all();
-  detail::fence_proxy_async();
-  return detail::grid_barrier(ctx, timeout_ns, true);
+  return detail::complete_and_barrier(ctx, timeout_ns);
 }
 
 }  // namespace tmashmem

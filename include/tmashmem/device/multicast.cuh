@@ -110,6 +110,13 @@ __device__ __forceinline__ char* mc_address(const Ctx& ctx, const void* p) {
   return reinterpret_cast<char*>(ctx.mc_base + (reinterpret_cast<uintptr_t>(p) - ctx.heap_base));
 }
 
+// f(pe) for every reachable PE of this node, in ascending order: the fallback's fan-out.
+template <class F>
+__device__ __forceinline__ void for_each_reachable(const Ctx& ctx, F&& f) {
+  for (int pe = ctx.first_local_pe; pe < ctx.first_local_pe + ctx.n_local_pes; ++pe)
+    if (is_reachable(ctx, pe)) f(pe);
+}
+
 template <class T>
 __device__ __forceinline__ void check_multicast_args(const Ctx& ctx, const void* symmetric,
                                                      const void* local, size_t count,
@@ -140,6 +147,33 @@ __device__ __forceinline__ void check_multicast_args(const Ctx& ctx, const void*
 #endif
 }
 
+enum class McKind { Store, LdReduce, Red };
+
+// One multicast call of kind K (op Op, elements T, group G, order O): what the ISA allows,
+// checked at compile time (and its arguments in debug builds), and what the call works with.
+template <McKind K, McOp Op, class T, Coop G, McOrder O>
+struct McCall {
+  static_assert(K != McKind::LdReduce || ld_reduce_exists<Op, T>(),
+                "the PTX ISA has no multimem.ld_reduce for this (op, type): add has no int64_t, "
+                "min/max no float/double, and/or/xor integers only");
+  static_assert(K != McKind::Red || red_exists<Op, T>(),
+                "the PTX ISA has no multimem.red for this (op, type): floats are add only, add "
+                "has no int64_t, and/or/xor integers only");
+  static_assert(K == McKind::LdReduce ? O != McOrder::Release : O != McOrder::Acquire,
+                "multicast_store and multicast_red are Relaxed or Release, multicast_ld_reduce "
+                "Relaxed or Acquire");
+  using W = McWord<T>;
+  using Group = CoopGroup<G>;
+  using Instr = Multimem<Op, T>;  // complete only for the (op, type) pairs the ISA has
+  static constexpr int kSem = O == McOrder::Relaxed ? 0 : 1;  // .release / .acquire
+  const unsigned rank = Group::rank(), size = Group::size();
+
+  __device__ __forceinline__ McCall(const Ctx& ctx, const void* symmetric, const void* local,
+                                    size_t count, const char* what) {
+    check_multicast_args<T>(ctx, symmetric, local, count, what);
+  }
+};
+
 }  // namespace detail
 
 /// Stores `count` elements of local `src` into every reachable PE's copy of symmetric
@@ -147,45 +181,37 @@ __device__ __forceinline__ void check_multicast_args(const Ctx& ctx, const void*
 template <class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T* src,
                                                 size_t count) {
-  detail::check_multicast_args<T>(ctx, dest, src, count, "multicast_store");
-  static_assert(O != McOrder::Acquire, "multicast_store is Relaxed or Release");
-  using W = detail::McWord<T>;
-  using Group = detail::CoopGroup<G>;
-  constexpr int kSem = O == McOrder::Release ? 1 : 0;
-  const unsigned rank = Group::rank(), size = Group::size();
+  using Call = detail::McCall<detail::McKind::Store, McReduce::Add, T, G, O>;
+  using W = typename Call::W;
+  const Call call(ctx, dest, src, count, "multicast_store");
   const detail::McSpan span = detail::mc_span<T>(dest, src, count, true);
   const char* s = reinterpret_cast<const char*>(src);
   const size_t tail = span.vectors * 16;
-  if (O == McOrder::Release) Group::sync();  // the group's earlier writes come first
+  if (O == McOrder::Release) Call::Group::sync();  // the group's earlier writes come first
   if (ctx.mc_base != 0) {
     char* m = detail::mc_address(ctx, dest);
-    for (size_t i = rank; i < span.vectors; i += size)
-      detail::multimem_st_v4<kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
-    for (size_t i = rank; i < span.words; i += size) {
-      const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
-      if constexpr (sizeof(W) == 4)
-        detail::multimem_st_b32<kSem>(m + tail + 4 * i, w);
-      else
-        detail::multimem_st_b64<kSem>(m + tail + 8 * i, w);
-    }
+    for (size_t i = call.rank; i < span.vectors; i += call.size)
+      detail::multimem_st<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+    for (size_t i = call.rank; i < span.words; i += call.size)
+      detail::multimem_st<Call::kSem>(m + tail + sizeof(W) * i,
+                                      detail::bits_of<W>(s + tail + sizeof(W) * i));
   } else {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
-    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
     // One load of the source, then a store into each peer: the hand-written fan-out.
-    for (size_t i = rank; i < span.vectors; i += size) {
+    for (size_t i = call.rank; i < span.vectors; i += call.size) {
       const uint4 v = detail::bits_of<uint4>(s + 16 * i);
-      for (int pe = first; pe < last; ++pe)
-        if (is_reachable(ctx, pe)) detail::st_relaxed_sys_v4(ptr(ctx, d, pe) + 16 * i, v);
+      detail::for_each_reachable(
+          ctx, [&](int pe) { detail::st_relaxed_sys_v4(ptr(ctx, d, pe) + 16 * i, v); });
     }
-    for (size_t i = rank; i < span.words; i += size) {
+    for (size_t i = call.rank; i < span.words; i += call.size) {
       const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
-      for (int pe = first; pe < last; ++pe)
-        if (is_reachable(ctx, pe))
-          detail::store_relaxed_sys(reinterpret_cast<W*>(ptr(ctx, d, pe) + tail) + i, w);
+      detail::for_each_reachable(ctx, [&](int pe) {
+        detail::store_relaxed_sys(reinterpret_cast<W*>(ptr(ctx, d, pe) + tail) + i, w);
+      });
     }
   }
-  Group::sync();
+  Call::Group::sync();
 }
 
 /// Local `dest[i]` = Op over every reachable PE of its copy of symmetric `src[i]` (see the
@@ -193,15 +219,10 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
 template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, const T* src,
                                                     size_t count) {
-  detail::check_multicast_args<T>(ctx, src, dest, count, "multicast_ld_reduce");
-  static_assert(detail::ld_reduce_exists<Op, T>(),
-                "the PTX ISA has no multimem.ld_reduce for this (op, type): add has no int64_t, "
-                "min/max no float/double, and/or/xor integers only");
-  static_assert(O != McOrder::Release, "multicast_ld_reduce is Relaxed or Acquire");
-  using W = detail::McWord<T>;
-  using Group = detail::CoopGroup<G>;
-  constexpr int kSem = O == McOrder::Acquire ? 1 : 0;
-  const unsigned rank = Group::rank(), size = Group::size();
+  using Call = detail::McCall<detail::McKind::LdReduce, Op, T, G, O>;
+  using W = typename Call::W;
+  using Instr = typename Call::Instr;
+  const Call call(ctx, src, dest, count, "multicast_ld_reduce");
   const detail::McSpan span =
       detail::mc_span<T>(dest, src, count, detail::multimem_v4<Op, T>(false) || ctx.mc_base == 0);
   char* d = reinterpret_cast<char*>(dest);
@@ -209,86 +230,76 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
   if (ctx.mc_base != 0) {
     const char* m = detail::mc_address(ctx, src);
     if constexpr (detail::multimem_v4<Op, T>(false))
-      for (size_t i = rank; i < span.vectors; i += size)
+      for (size_t i = call.rank; i < span.vectors; i += call.size)
         *reinterpret_cast<uint4*>(d + 16 * i) =
-            detail::multimem_ld_reduce_v4<Op, T, kSem>(m + 16 * i);
-    for (size_t i = rank; i < span.words; i += size)
+            Instr::template ld_reduce_v4<Call::kSem>(m + 16 * i);
+    for (size_t i = call.rank; i < span.words; i += call.size)
       reinterpret_cast<W*>(d + tail)[i] =
-          detail::multimem_ld_reduce_word<Op, T, kSem>(m + tail + sizeof(W) * i);
+          Instr::template ld_reduce<Call::kSem>(m + tail + sizeof(W) * i);
   } else {
     const char* s = reinterpret_cast<const char*>(src);
-    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
     constexpr unsigned kPerVector = 16 / sizeof(W);
-    for (size_t i = rank; i < span.vectors; i += size) {
+    for (size_t i = call.rank; i < span.vectors; i += call.size) {
       detail::McAccumulator<Op, T> acc[kPerVector];
       bool started = false;
-      for (int pe = first; pe < last; ++pe) {
-        if (!is_reachable(ctx, pe)) continue;
+      detail::for_each_reachable(ctx, [&](int pe) {
         const uint4 v = detail::ld_relaxed_sys_v4(ptr(ctx, s, pe) + 16 * i);
         W w[kPerVector];
         memcpy(w, &v, 16);
         for (unsigned k = 0; k < kPerVector; ++k) started ? acc[k].add(w[k]) : acc[k].first(w[k]);
         started = true;
-      }
+      });
       W out[kPerVector];
       for (unsigned k = 0; k < kPerVector; ++k) out[k] = acc[k].result();
       memcpy(d + 16 * i, out, 16);
     }
-    for (size_t i = rank; i < span.words; i += size) {
+    for (size_t i = call.rank; i < span.words; i += call.size) {
       detail::McAccumulator<Op, T> acc;
       bool started = false;
-      for (int pe = first; pe < last; ++pe) {
-        if (!is_reachable(ctx, pe)) continue;
+      detail::for_each_reachable(ctx, [&](int pe) {
         const W w =
             detail::load_relaxed_sys(reinterpret_cast<const W*>(ptr(ctx, s, pe) + tail) + i);
         started ? acc.add(w) : acc.first(w);
         started = true;
-      }
+      });
       reinterpret_cast<W*>(d + tail)[i] = acc.result();
     }
     if (O == McOrder::Acquire) detail::fence_acq_rel_sys();
   }
-  Group::sync();
+  Call::Group::sync();
 }
 
 /// On every reachable PE, `dest[i] = dest[i] Op src[i]`, atomically per element (src
 /// local, dest symmetric; see the contract at the top). O: Relaxed or Release.
 template <McReduce Op, class T, Coop G = Coop::Thread, McOrder O = McOrder::Relaxed>
 __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* src, size_t count) {
-  detail::check_multicast_args<T>(ctx, dest, src, count, "multicast_red");
-  static_assert(detail::red_exists<Op, T>(),
-                "the PTX ISA has no multimem.red for this (op, type): floats are add only, add "
-                "has no int64_t, and/or/xor integers only");
-  static_assert(O != McOrder::Acquire, "multicast_red is Relaxed or Release");
-  using W = detail::McWord<T>;
-  using Group = detail::CoopGroup<G>;
-  constexpr int kSem = O == McOrder::Release ? 1 : 0;
-  const unsigned rank = Group::rank(), size = Group::size();
+  using Call = detail::McCall<detail::McKind::Red, Op, T, G, O>;
+  using W = typename Call::W;
+  using Instr = typename Call::Instr;
+  const Call call(ctx, dest, src, count, "multicast_red");
   const bool v4 = ctx.mc_base != 0 && detail::multimem_v4<Op, T>(true);
   const detail::McSpan span = detail::mc_span<T>(dest, src, count, v4);
   const char* s = reinterpret_cast<const char*>(src);
   const size_t tail = span.vectors * 16;
-  if (O == McOrder::Release) Group::sync();
+  if (O == McOrder::Release) Call::Group::sync();
   if (ctx.mc_base != 0) {
     char* m = detail::mc_address(ctx, dest);
     if constexpr (detail::multimem_v4<Op, T>(true))
-      for (size_t i = rank; i < span.vectors; i += size)
-        detail::multimem_red_v4<Op, T, kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
-    for (size_t i = rank; i < span.words; i += size)
-      detail::multimem_red_word<Op, T, kSem>(m + tail + sizeof(W) * i,
-                                             detail::bits_of<W>(s + tail + sizeof(W) * i));
+      for (size_t i = call.rank; i < span.vectors; i += call.size)
+        Instr::template red_v4<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+    for (size_t i = call.rank; i < span.words; i += call.size)
+      Instr::template red<Call::kSem>(m + tail + sizeof(W) * i,
+                                      detail::bits_of<W>(s + tail + sizeof(W) * i));
   } else {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
-    const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
-    for (size_t i = rank; i < span.words; i += size) {
+    for (size_t i = call.rank; i < span.words; i += call.size) {
       const W w = detail::bits_of<W>(s + sizeof(W) * i);
-      for (int pe = first; pe < last; ++pe)
-        if (is_reachable(ctx, pe))
-          detail::unicast_red_word<Op, T>(ptr(ctx, d, pe) + sizeof(W) * i, w);
+      detail::for_each_reachable(
+          ctx, [&](int pe) { Instr::red_unicast(ptr(ctx, d, pe) + sizeof(W) * i, w); });
     }
   }
-  Group::sync();
+  Call::Group::sync();
 }
 
 }  // namespace tmashmem

@@ -17,10 +17,15 @@
  *                                      (this PE's GPU only; tmashmem/device/collectives/)
  *   8704       16384  coll_ready[b][q] PE q's latest "ready" epoch on slot b, written by q
  *   25088      16384  coll_done[b][q]  PE q's latest "done" epoch on slot b, written by q
- *   41472      24064  reserved         zero; for later library use
+ *   41472      128    mc_barrier_count multicast barriers entered, summed over every PE: each PE
+ *                                      adds 1 to every PE's copy per barrier (multimem.red
+ *                                      through the multicast address; barrier.cuh)
+ *   41600      128    mc_barrier_entered  multicast barriers this PE entered (this PE's GPU)
+ *   41728      23808  reserved         zero; for later library use
  *
  * Who writes what: grid_arrived and grid_generation are touched by this PE's GPU
- * only; barrier_epoch[q] by PE q only. Each lives on its own 128-byte line or in an
+ * only; barrier_epoch[q] by PE q only; mc_barrier_count by every PE (atomic adds only),
+ * mc_barrier_entered by this PE's GPU only. Each lives on its own 128-byte line or in an
  * array written by remote PEs, so local spinning does not share lines with remote
  * writers. */
 #ifndef TMASHMEM_DEVICE_SIGNAL_PAD_H
@@ -32,7 +37,7 @@
 
 /* Bump when the layout below changes (the pad is library-private, so host and
  * device code of one build always agree; the number is for readers and tools). */
-#define TMASHMEM_SIGNAL_PAD_LAYOUT_VERSION 2u
+#define TMASHMEM_SIGNAL_PAD_LAYOUT_VERSION 3u
 
 /* PEs the barrier slots can address. The device barrier also needs every PE to be
  * load/store reachable, which tmashmem_ctx_t limits to 64 today. */
@@ -56,7 +61,11 @@ typedef struct tmashmem_signal_pad {
   uint64_t coll_epoch[TMASHMEM_SIGNAL_PAD_COLL_SLOTS];
   uint64_t coll_ready[TMASHMEM_SIGNAL_PAD_COLL_SLOTS * TMASHMEM_SIGNAL_PAD_COLL_PES];
   uint64_t coll_done[TMASHMEM_SIGNAL_PAD_COLL_SLOTS * TMASHMEM_SIGNAL_PAD_COLL_PES];
-  uint64_t reserved[(TMASHMEM_SIGNAL_PAD_BYTES - 256u) / 8u - TMASHMEM_SIGNAL_PAD_MAX_PES -
+  uint64_t mc_barrier_count;
+  uint64_t mc_barrier_count_line_[15];
+  uint64_t mc_barrier_entered;
+  uint64_t mc_barrier_entered_line_[15];
+  uint64_t reserved[(TMASHMEM_SIGNAL_PAD_BYTES - 512u) / 8u - TMASHMEM_SIGNAL_PAD_MAX_PES -
                     TMASHMEM_SIGNAL_PAD_COLL_SLOTS * (1u + 2u * TMASHMEM_SIGNAL_PAD_COLL_PES)];
 } tmashmem_signal_pad_t;
 

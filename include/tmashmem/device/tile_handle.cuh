@@ -55,6 +55,9 @@ __device__ __forceinline__ void tma_acquire_tensor_maps(const TensorHandle& t) {
     const int pe = t.first_local_pe + slot;
     if (tma_reachable(t, pe)) detail::fence_tensormap_acquire(tma_tensor_map(t, pe));
   }
+  // The map on the multicast address, after the PEs' (tile_put_multicast.cuh).
+  if (t.has_multicast)
+    detail::fence_tensormap_acquire(tma_tensor_map(t, t.first_local_pe + t.n_local_pes));
 }
 
 namespace detail {

@@ -1,6 +1,8 @@
 // PTX wrappers for multicast: the multimem instructions (a multicast address: one access
 // reaches every GPU bound to the object) and the unicast accesses the fallback fans out
 // with. Each instruction is wrapped once; contracts live in tmashmem/device/multicast.cuh.
+// Every wrapper moves raw bits (32/64-bit words, uint4 for 128 bits): the PTX type of the
+// instruction says how they are read (.b32/.b64 registers fit any type of their size).
 //
 // What the PTX ISA allows on sm_90 (checked with ptxas for sm_90a; docs/multicast.md):
 //  - multimem.st: .b32/.b64 and float vectors of 32, 64 or 128 bits (.v4.f32 here).
@@ -15,6 +17,8 @@
 // `Sem` below is 0 for relaxed, 1 for release (st, red) or acquire (ld_reduce).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 namespace tmashmem {
@@ -22,228 +26,174 @@ namespace detail {
 
 enum class McOp { Add, Min, Max, And, Or, Xor };
 
-// ---- multimem.st --------------------------------------------------------------
+// One multimem instruction in both semantics: Sem 1 takes SEM1 (release or acquire), Sem 0
+// relaxed. OPERANDS: the asm operand lists, from their first ':'.
+#define TMASHMEM_MULTIMEM_ASM(Sem, INSTR, SEM1, REST, ...)                      \
+  do {                                                                          \
+    if constexpr (Sem)                                                          \
+      asm volatile("multimem." INSTR "." SEM1 ".sys.global." REST __VA_ARGS__); \
+    else                                                                        \
+      asm volatile("multimem." INSTR ".relaxed.sys.global." REST __VA_ARGS__);  \
+  } while (0)
+// The four 32-bit registers of a 16-byte access, as asm outputs / inputs.
+#define TMASHMEM_V4_OUT(v) "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+#define TMASHMEM_V4_IN(v) "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
 
-// multimem_st_<TY><Sem>(mc, v): Sem 1 is .release, 0 is .relaxed; T in a register of
-// constraint C.
-#define TMASHMEM_MULTIMEM_ST(TY, T, C)                                                             \
-  template <int Sem>                                                                               \
-  __device__ __forceinline__ void multimem_st_##TY(void* mc, T v) {                                \
-    if constexpr (Sem)                                                                             \
-      asm volatile("multimem.st.release.sys.global." #TY " [%0], %1;" ::"l"(mc), C(v) : "memory"); \
-    else                                                                                           \
-      asm volatile("multimem.st.relaxed.sys.global." #TY " [%0], %1;" ::"l"(mc), C(v) : "memory"); \
-  }
-TMASHMEM_MULTIMEM_ST(b32, uint32_t, "r")
-TMASHMEM_MULTIMEM_ST(b64, uint64_t, "l")
-#undef TMASHMEM_MULTIMEM_ST
+// ---- multimem.st: 32, 64 or 128 bits (the .v4.f32 form moves bits: a store converts
+// nothing) -------------------------------------------------------------------------------
 
-// 16 bytes of any data: the .v4.f32 form moves bits (a store converts nothing).
 template <int Sem>
-__device__ __forceinline__ void multimem_st_v4(void* mc, uint4 v) {
-  if constexpr (Sem)
-    asm volatile("multimem.st.release.sys.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mc),
-                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-  else
-    asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mc),
-                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
+__device__ __forceinline__ void multimem_st(void* mc, uint32_t v) {
+  TMASHMEM_MULTIMEM_ASM(Sem, "st", "release", "b32 [%0], %1;", ::"l"(mc), "r"(v) : "memory");
+}
+template <int Sem>
+__device__ __forceinline__ void multimem_st(void* mc, uint64_t v) {
+  TMASHMEM_MULTIMEM_ASM(Sem, "st", "release", "b64 [%0], %1;", ::"l"(mc), "l"(v) : "memory");
+}
+template <int Sem>
+__device__ __forceinline__ void multimem_st(void* mc, uint4 v) {
+  TMASHMEM_MULTIMEM_ASM(Sem, "st", "release", "v4.f32 [%0], {%1, %2, %3, %4};", ::"l"(mc),
+                        TMASHMEM_V4_IN(v)
+                        : "memory");
 }
 
-// ---- multimem.ld_reduce and multimem.red, one per (op, type) the ISA has ---------
+// ---- multimem.ld_reduce and multimem.red, and the fallback's red ---------------------------
 
-// Scalar: T in a register of constraint C; PTX type TY; op OP.
-#define TMASHMEM_MULTIMEM_SCALAR(NAME, OP, TY, T, C)                                         \
+// Multimem<Op, T>: the instructions of op Op on elements T (16-bit floats in pairs), one
+// specialisation per (op, type) the ISA has, on the bits of one word W (detail/
+// multicast_word.cuh: McWord<T>):
+//   ld_reduce<Sem>(mc) -> W         multimem.ld_reduce on a multicast address
+//   red<Sem>(mc, W)                 multimem.red (where the ISA has it)
+//   red_unicast(p, W)               red.relaxed.sys.global on one peer's copy: what
+//                                   multimem.red does at each GPU (the fallback)
+//   ld_reduce_v4 / red_v4           the 128-bit forms, floats only
+template <McOp Op, class T>
+struct Multimem;
+
+#define TMASHMEM_MULTIMEM_LD_REDUCE(W, C, OPTY)                           \
+  template <int Sem>                                                      \
+  __device__ __forceinline__ static W ld_reduce(const void* mc) {         \
+    W v;                                                                  \
+    TMASHMEM_MULTIMEM_ASM(Sem, "ld_reduce", "acquire", OPTY " %0, [%1];", \
+                          : "=" C(v)                                      \
+                          : "l"(mc)                                       \
+                          : "memory");                                    \
+    return v;                                                             \
+  }
+#define TMASHMEM_MULTIMEM_RED(W, C, OPTY, UNICAST_OPTY)                                          \
+  template <int Sem>                                                                             \
+  __device__ __forceinline__ static void red(void* mc, W v) {                                    \
+    TMASHMEM_MULTIMEM_ASM(Sem, "red", "release", OPTY " [%0], %1;", ::"l"(mc), C(v) : "memory"); \
+  }                                                                                              \
+  __device__ __forceinline__ static void red_unicast(void* p, W v) {                             \
+    asm volatile("red.relaxed.sys.global." UNICAST_OPTY " [%0], %1;" ::"l"(p), C(v) : "memory"); \
+  }
+#define TMASHMEM_MULTIMEM_LD_REDUCE_V4(OPTY)                                            \
+  template <int Sem>                                                                    \
+  __device__ __forceinline__ static uint4 ld_reduce_v4(const void* mc) {                \
+    uint4 v;                                                                            \
+    TMASHMEM_MULTIMEM_ASM(Sem, "ld_reduce", "acquire", OPTY " {%0, %1, %2, %3}, [%4];", \
+                          : TMASHMEM_V4_OUT(v)                                          \
+                          : "l"(mc)                                                     \
+                          : "memory");                                                  \
+    return v;                                                                           \
+  }
+#define TMASHMEM_MULTIMEM_RED_V4(OPTY)                                                       \
   template <int Sem>                                                                         \
-  __device__ __forceinline__ T multimem_ld_reduce_##NAME(const void* mc) {                   \
-    T v;                                                                                     \
-    if constexpr (Sem)                                                                       \
-      asm volatile("multimem.ld_reduce.acquire.sys.global." OP "." TY " %0, [%1];"           \
-                   : "=" C(v)                                                                \
-                   : "l"(mc)                                                                 \
-                   : "memory");                                                              \
-    else                                                                                     \
-      asm volatile("multimem.ld_reduce.relaxed.sys.global." OP "." TY " %0, [%1];"           \
-                   : "=" C(v)                                                                \
-                   : "l"(mc)                                                                 \
-                   : "memory");                                                              \
-    return v;                                                                                \
-  }                                                                                          \
-  template <int Sem>                                                                         \
-  __device__ __forceinline__ void multimem_red_##NAME(void* mc, T v) {                       \
-    if constexpr (Sem)                                                                       \
-      asm volatile("multimem.red.release.sys.global." OP "." TY " [%0], %1;" ::"l"(mc), C(v) \
-                   : "memory");                                                              \
-    else                                                                                     \
-      asm volatile("multimem.red.relaxed.sys.global." OP "." TY " [%0], %1;" ::"l"(mc), C(v) \
-                   : "memory");                                                              \
+  __device__ __forceinline__ static void red_v4(void* mc, uint4 v) {                         \
+    TMASHMEM_MULTIMEM_ASM(Sem, "red", "release", OPTY " [%0], {%1, %2, %3, %4};", ::"l"(mc), \
+                          TMASHMEM_V4_IN(v)                                                  \
+                          : "memory");                                                       \
   }
 
-TMASHMEM_MULTIMEM_SCALAR(add_u32, "add", "u32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(add_s32, "add", "s32", int32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(add_u64, "add", "u64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(min_u32, "min", "u32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(min_s32, "min", "s32", int32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(min_u64, "min", "u64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(min_s64, "min", "s64", int64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(max_u32, "max", "u32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(max_s32, "max", "s32", int32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(max_u64, "max", "u64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(max_s64, "max", "s64", int64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(and_b32, "and", "b32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(or_b32, "or", "b32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(xor_b32, "xor", "b32", uint32_t, "r")
-TMASHMEM_MULTIMEM_SCALAR(and_b64, "and", "b64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(or_b64, "or", "b64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(xor_b64, "xor", "b64", uint64_t, "l")
-TMASHMEM_MULTIMEM_SCALAR(add_f32, "add", "f32", float, "f")
-TMASHMEM_MULTIMEM_SCALAR(add_f64, "add", "f64", double, "d")
-#undef TMASHMEM_MULTIMEM_SCALAR
+// Integers and f64: one element per word, the same op and type for all three forms.
+#define TMASHMEM_MULTIMEM_SCALAR(OP, T, W, C, OPTY) \
+  template <>                                       \
+  struct Multimem<McOp::OP, T> {                    \
+    TMASHMEM_MULTIMEM_LD_REDUCE(W, C, OPTY)         \
+    TMASHMEM_MULTIMEM_RED(W, C, OPTY, OPTY)         \
+  };
+// and, or, xor of a 32- or 64-bit integer type T (PTX .bBITS).
+#define TMASHMEM_MULTIMEM_BITWISE(T, W, C, BITS)        \
+  TMASHMEM_MULTIMEM_SCALAR(And, T, W, C, "and.b" #BITS) \
+  TMASHMEM_MULTIMEM_SCALAR(Or, T, W, C, "or.b" #BITS)   \
+  TMASHMEM_MULTIMEM_SCALAR(Xor, T, W, C, "xor.b" #BITS)
+// min and max of an integer type T (PTX .TY).
+#define TMASHMEM_MULTIMEM_MIN_MAX(T, W, C, TY)      \
+  TMASHMEM_MULTIMEM_SCALAR(Min, T, W, C, "min." TY) \
+  TMASHMEM_MULTIMEM_SCALAR(Max, T, W, C, "max." TY)
 
-// 32-bit pairs of 16-bit floats, as one register of bits (x2 types), and 128-bit vectors
-// (.v4) of f32 or of those pairs. ld_reduce ACC is ".acc::f32" for add of 16-bit floats.
-#define TMASHMEM_MULTIMEM_X2(NAME, OP, ACC, TY, RED)                                   \
-  template <int Sem>                                                                   \
-  __device__ __forceinline__ uint32_t multimem_ld_reduce_##NAME(const void* mc) {      \
-    uint32_t v;                                                                        \
-    if constexpr (Sem)                                                                 \
-      asm volatile("multimem.ld_reduce.acquire.sys.global." OP ACC "." TY " %0, [%1];" \
-                   : "=r"(v)                                                           \
-                   : "l"(mc)                                                           \
-                   : "memory");                                                        \
-    else                                                                               \
-      asm volatile("multimem.ld_reduce.relaxed.sys.global." OP ACC "." TY " %0, [%1];" \
-                   : "=r"(v)                                                           \
-                   : "l"(mc)                                                           \
-                   : "memory");                                                        \
-    return v;                                                                          \
-  }                                                                                    \
-  template <int Sem>                                                                   \
-  __device__ __forceinline__ uint4 multimem_ld_reduce_v4_##NAME(const void* mc) {      \
-    uint4 v;                                                                           \
-    if constexpr (Sem)                                                                 \
-      asm volatile("multimem.ld_reduce.acquire.sys.global." OP ACC ".v4." TY           \
-                   " {%0, %1, %2, %3}, [%4];"                                          \
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                        \
-                   : "l"(mc)                                                           \
-                   : "memory");                                                        \
-    else                                                                               \
-      asm volatile("multimem.ld_reduce.relaxed.sys.global." OP ACC ".v4." TY           \
-                   " {%0, %1, %2, %3}, [%4];"                                          \
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                        \
-                   : "l"(mc)                                                           \
-                   : "memory");                                                        \
-    return v;                                                                          \
-  }                                                                                    \
-  RED(NAME, OP, TY)
+TMASHMEM_MULTIMEM_SCALAR(Add, uint32_t, uint32_t, "r", "add.u32")
+TMASHMEM_MULTIMEM_SCALAR(Add, int32_t, uint32_t, "r", "add.s32")
+TMASHMEM_MULTIMEM_SCALAR(Add, uint64_t, uint64_t, "l", "add.u64")
+TMASHMEM_MULTIMEM_SCALAR(Add, double, uint64_t, "l", "add.f64")
+TMASHMEM_MULTIMEM_MIN_MAX(uint32_t, uint32_t, "r", "u32")
+TMASHMEM_MULTIMEM_MIN_MAX(int32_t, uint32_t, "r", "s32")
+TMASHMEM_MULTIMEM_MIN_MAX(uint64_t, uint64_t, "l", "u64")
+TMASHMEM_MULTIMEM_MIN_MAX(int64_t, uint64_t, "l", "s64")
+TMASHMEM_MULTIMEM_BITWISE(uint32_t, uint32_t, "r", 32)
+TMASHMEM_MULTIMEM_BITWISE(int32_t, uint32_t, "r", 32)
+TMASHMEM_MULTIMEM_BITWISE(uint64_t, uint64_t, "l", 64)
+TMASHMEM_MULTIMEM_BITWISE(int64_t, uint64_t, "l", 64)
 
-#define TMASHMEM_MULTIMEM_RED_X2(NAME, OP, TY)                                                 \
-  template <int Sem>                                                                           \
-  __device__ __forceinline__ void multimem_red_##NAME(void* mc, uint32_t v) {                  \
-    if constexpr (Sem)                                                                         \
-      asm volatile("multimem.red.release.sys.global." OP "." TY " [%0], %1;" ::"l"(mc), "r"(v) \
-                   : "memory");                                                                \
-    else                                                                                       \
-      asm volatile("multimem.red.relaxed.sys.global." OP "." TY " [%0], %1;" ::"l"(mc), "r"(v) \
-                   : "memory");                                                                \
-  }                                                                                            \
-  template <int Sem>                                                                           \
-  __device__ __forceinline__ void multimem_red_v4_##NAME(void* mc, uint4 v) {                  \
-    if constexpr (Sem)                                                                         \
-      asm volatile("multimem.red.release.sys.global." OP ".v4." TY                             \
-                   " [%0], {%1, %2, %3, %4};" ::"l"(mc),                                       \
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)                                      \
-                   : "memory");                                                                \
-    else                                                                                       \
-      asm volatile("multimem.red.relaxed.sys.global." OP ".v4." TY                             \
-                   " [%0], {%1, %2, %3, %4};" ::"l"(mc),                                       \
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)                                      \
-                   : "memory");                                                                \
-  }
-#define TMASHMEM_MULTIMEM_NO_RED(NAME, OP, TY)
+template <>
+struct Multimem<McOp::Add, float> {
+  TMASHMEM_MULTIMEM_LD_REDUCE(uint32_t, "r", "add.f32")
+  TMASHMEM_MULTIMEM_RED(uint32_t, "r", "add.f32", "add.f32")
+  TMASHMEM_MULTIMEM_LD_REDUCE_V4("add.v4.f32")
+  TMASHMEM_MULTIMEM_RED_V4("add.v4.f32")
+};
 
-TMASHMEM_MULTIMEM_X2(add_f16x2, "add", ".acc::f32", "f16x2", TMASHMEM_MULTIMEM_RED_X2)
-TMASHMEM_MULTIMEM_X2(add_bf16x2, "add", ".acc::f32", "bf16x2", TMASHMEM_MULTIMEM_RED_X2)
-TMASHMEM_MULTIMEM_X2(min_f16x2, "min", "", "f16x2", TMASHMEM_MULTIMEM_NO_RED)
-TMASHMEM_MULTIMEM_X2(min_bf16x2, "min", "", "bf16x2", TMASHMEM_MULTIMEM_NO_RED)
-TMASHMEM_MULTIMEM_X2(max_f16x2, "max", "", "f16x2", TMASHMEM_MULTIMEM_NO_RED)
-TMASHMEM_MULTIMEM_X2(max_bf16x2, "max", "", "bf16x2", TMASHMEM_MULTIMEM_NO_RED)
+// Pairs of 16-bit floats TY (f16x2, bf16x2): add accumulates in f32 in ld_reduce; min and
+// max have no red.
+#define TMASHMEM_MULTIMEM_X2(T, TY)                                  \
+  template <>                                                        \
+  struct Multimem<McOp::Add, T> {                                    \
+    TMASHMEM_MULTIMEM_LD_REDUCE(uint32_t, "r", "add.acc::f32." TY)   \
+    TMASHMEM_MULTIMEM_RED(uint32_t, "r", "add." TY, "add.noftz." TY) \
+    TMASHMEM_MULTIMEM_LD_REDUCE_V4("add.acc::f32.v4." TY)            \
+    TMASHMEM_MULTIMEM_RED_V4("add.v4." TY)                           \
+  };                                                                 \
+  template <>                                                        \
+  struct Multimem<McOp::Min, T> {                                    \
+    TMASHMEM_MULTIMEM_LD_REDUCE(uint32_t, "r", "min." TY)            \
+    TMASHMEM_MULTIMEM_LD_REDUCE_V4("min.v4." TY)                     \
+  };                                                                 \
+  template <>                                                        \
+  struct Multimem<McOp::Max, T> {                                    \
+    TMASHMEM_MULTIMEM_LD_REDUCE(uint32_t, "r", "max." TY)            \
+    TMASHMEM_MULTIMEM_LD_REDUCE_V4("max.v4." TY)                     \
+  };
+TMASHMEM_MULTIMEM_X2(__half, "f16x2")
+TMASHMEM_MULTIMEM_X2(__nv_bfloat16, "bf16x2")
+
 #undef TMASHMEM_MULTIMEM_X2
-#undef TMASHMEM_MULTIMEM_RED_X2
-#undef TMASHMEM_MULTIMEM_NO_RED
+#undef TMASHMEM_MULTIMEM_MIN_MAX
+#undef TMASHMEM_MULTIMEM_BITWISE
+#undef TMASHMEM_MULTIMEM_SCALAR
+#undef TMASHMEM_MULTIMEM_RED_V4
+#undef TMASHMEM_MULTIMEM_LD_REDUCE_V4
+#undef TMASHMEM_MULTIMEM_RED
+#undef TMASHMEM_MULTIMEM_LD_REDUCE
+#undef TMASHMEM_MULTIMEM_ASM
 
-template <int Sem>
-__device__ __forceinline__ float4 multimem_ld_reduce_v4_add_f32(const void* mc) {
-  float4 v;
-  if constexpr (Sem)
-    asm volatile("multimem.ld_reduce.acquire.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(mc)
-                 : "memory");
-  else
-    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(mc)
-                 : "memory");
-  return v;
-}
-
-template <int Sem>
-__device__ __forceinline__ void multimem_red_v4_add_f32(void* mc, float4 v) {
-  if constexpr (Sem)
-    asm volatile("multimem.red.release.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mc),
-                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                 : "memory");
-  else
-    asm volatile("multimem.red.relaxed.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(mc),
-                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                 : "memory");
-}
-
-// ---- the unicast fallback's accesses (strong, relaxed, system scope) ---------------
+// ---- the unicast fallback's 16-byte accesses (strong, relaxed, system scope) -------------
 
 __device__ __forceinline__ uint4 ld_relaxed_sys_v4(const void* p) {
   uint4 v;
   asm volatile("ld.relaxed.sys.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : TMASHMEM_V4_OUT(v)
                : "l"(p)
                : "memory");
   return v;
 }
-
 __device__ __forceinline__ void st_relaxed_sys_v4(void* p, uint4 v) {
-  asm volatile("st.relaxed.sys.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
+  asm volatile("st.relaxed.sys.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), TMASHMEM_V4_IN(v)
                : "memory");
 }
 
-// red.relaxed.sys on one peer's copy: what multimem.red does at each GPU (the unsigned
-// adds are red_add_relaxed_sys of detail/atom.cuh).
-#define TMASHMEM_UNICAST_RED(NAME, INSTR, T, C)                                           \
-  __device__ __forceinline__ void unicast_red_##NAME(void* p, T v) {                      \
-    asm volatile("red.relaxed.sys.global." INSTR " [%0], %1;" ::"l"(p), C(v) : "memory"); \
-  }
-TMASHMEM_UNICAST_RED(add_s32, "add.s32", int32_t, "r")
-TMASHMEM_UNICAST_RED(min_u32, "min.u32", uint32_t, "r")
-TMASHMEM_UNICAST_RED(min_s32, "min.s32", int32_t, "r")
-TMASHMEM_UNICAST_RED(min_u64, "min.u64", uint64_t, "l")
-TMASHMEM_UNICAST_RED(min_s64, "min.s64", int64_t, "l")
-TMASHMEM_UNICAST_RED(max_u32, "max.u32", uint32_t, "r")
-TMASHMEM_UNICAST_RED(max_s32, "max.s32", int32_t, "r")
-TMASHMEM_UNICAST_RED(max_u64, "max.u64", uint64_t, "l")
-TMASHMEM_UNICAST_RED(max_s64, "max.s64", int64_t, "l")
-TMASHMEM_UNICAST_RED(and_b32, "and.b32", uint32_t, "r")
-TMASHMEM_UNICAST_RED(or_b32, "or.b32", uint32_t, "r")
-TMASHMEM_UNICAST_RED(xor_b32, "xor.b32", uint32_t, "r")
-TMASHMEM_UNICAST_RED(and_b64, "and.b64", uint64_t, "l")
-TMASHMEM_UNICAST_RED(or_b64, "or.b64", uint64_t, "l")
-TMASHMEM_UNICAST_RED(xor_b64, "xor.b64", uint64_t, "l")
-TMASHMEM_UNICAST_RED(add_f32, "add.f32", float, "f")
-TMASHMEM_UNICAST_RED(add_f64, "add.f64", double, "d")
-TMASHMEM_UNICAST_RED(add_f16x2, "add.noftz.f16x2", uint32_t, "r")
-TMASHMEM_UNICAST_RED(add_bf16x2, "add.noftz.bf16x2", uint32_t, "r")
-#undef TMASHMEM_UNICAST_RED
+#undef TMASHMEM_V4_OUT
+#undef TMASHMEM_V4_IN
 
 }  // namespace detail
 }  // namespace tmashmem
