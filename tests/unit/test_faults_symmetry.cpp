@@ -47,6 +47,21 @@ void expect_setting_disagreement(tmashmem_status_t st, const std::string& m, con
   CHECK_FALSE(tmashmem_initialized());
 }
 
+// One row per collective allocation argument: `allocate(value)` with `value` = `others` on
+// every PE but the last, which passes `last_value`; NULL and a message naming the call, the
+// argument, PE 0's value and the last PE's.
+template <typename Allocate>
+void expect_argument_disagreement(Allocate allocate, const char* call, const char* argument,
+                                  size_t others, size_t last_value) {
+  const int last = mpi_size() - 1;
+  CHECK(allocate(mpi_rank() == last ? last_value : others) == nullptr);
+  const std::string m = tmashmem_last_error();
+  INFO(m);
+  CHECK(contains(m, std::string(call) + " is collective but its arguments differ: " + argument +
+                        " = " + std::to_string(others) + " on PE 0"));
+  CHECK(contains(m, std::to_string(last_value) + " on PE " + std::to_string(last)));
+}
+
 }  // namespace
 
 TEST_CASE("faults: a per-PE TMASHMEM_CHUNK_SIZE is a symmetry error naming it, PEs, values") {
@@ -113,12 +128,8 @@ TEST_CASE("faults: calloc with a count differing between PEs is a symmetry error
   if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
   EmulatedRuntime rt;
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  const int last = mpi_size() - 1;
-  CHECK(tmashmem_calloc(mpi_rank() == last ? 5 : 4, 64) == nullptr);
-  const std::string m = tmashmem_last_error();
-  INFO(m);
-  CHECK(contains(m, "tmashmem_calloc is collective but its arguments differ: count = 4 on PE 0"));
-  CHECK(contains(m, "5 on PE " + std::to_string(last)));
+  expect_argument_disagreement([](size_t count) { return tmashmem_calloc(count, 64); },
+                               "tmashmem_calloc", "count", 4, 5);
   void* p = tmashmem_calloc(4, 64);  // still usable
   CHECK(all_ranks(p != nullptr));
   CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
@@ -128,12 +139,8 @@ TEST_CASE("faults: align with an alignment differing between PEs is a symmetry e
   if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
   EmulatedRuntime rt;
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  const int last = mpi_size() - 1;
-  CHECK(tmashmem_align(mpi_rank() == last ? 4096 : 1024, 256) == nullptr);
-  const std::string m = tmashmem_last_error();
-  INFO(m);
-  CHECK(contains(m, "tmashmem_align is collective but its arguments differ: alignment = 1024"));
-  CHECK(contains(m, "4096 on PE " + std::to_string(last)));
+  expect_argument_disagreement([](size_t alignment) { return tmashmem_align(alignment, 256); },
+                               "tmashmem_align", "alignment", 1024, 4096);
 }
 
 TEST_CASE("faults: a tensor descriptor differing in its last field is a symmetry error") {
