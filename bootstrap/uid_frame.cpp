@@ -5,19 +5,9 @@
 namespace tmashmem {
 
 const char* frame_verdict_name(FrameVerdict v) {
-  switch (v) {
-    case FrameVerdict::kOk:
-      return "ok";
-    case FrameVerdict::kFail:
-      return "fail";
-    case FrameVerdict::kGarbled:
-      return "garbled";
-    case FrameVerdict::kOutOfStep:
-      return "out of step";
-    case FrameVerdict::kIncomplete:
-      return "incomplete";
-  }
-  return "?";
+  static const char* const kNames[] = {"ok", "fail", "garbled", "out of step", "incomplete"};
+  const auto i = static_cast<size_t>(v);
+  return i < sizeof kNames / sizeof *kNames ? kNames[i] : "?";
 }
 
 FrameVerdict judge_frame(const FrameHeader& h, const FrameRule& rule) {

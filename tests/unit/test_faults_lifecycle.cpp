@@ -1,8 +1,9 @@
 // Fault matrix (docs/reliability.md), lifecycle rows: every public call after finalize,
 // finalize with allocations and tensors outstanding, a heap maximum below the allocation
 // granularity, what tmashmem_last_error() holds after a successful call, and every call
-// before init (the same check). Rows kept elsewhere: init twice (test_lifecycle.cpp), heap exhaustion
-// then recovery, double free and frees of foreign pointers or the signal pad (test_heap.cpp).
+// before init (the same check). Rows kept elsewhere: init twice (test_lifecycle.cpp), heap
+// exhaustion then recovery, double free and frees of foreign pointers or the signal pad
+// (test_heap.cpp).
 #include <string>
 
 #include "common/catch.h"
