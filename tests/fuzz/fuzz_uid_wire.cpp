@@ -76,8 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tmashmem::FrameHeader h;
   size_t at = 0, bytes = 0;
   const FrameVerdict v = tmashmem::decode_frame(frame.data(), frame.size(), rule, &h, &at, &bytes);
-  require(v == oracle(frame, rule), "the verdict is the oracle's",
-          tmashmem::frame_verdict_name(v));
+  require(v == oracle(frame, rule), "the verdict is the oracle's", tmashmem::frame_verdict_name(v));
   require(tmashmem::frame_verdict_name(v) != nullptr, "every verdict has a name");
   if (frame.size() >= kHeaderBytes) {
     const FrameVerdict judged = tmashmem::judge_frame(h, rule);

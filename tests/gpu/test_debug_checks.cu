@@ -84,8 +84,8 @@ struct PutArgs {
 };
 
 __global__ void bad_call_kernel(int which, const __grid_constant__ tmashmem_ctx_t ctx,
-                                const __grid_constant__ tmashmem_tensor_handle_t tensor,
-                                PutArgs a, volatile int* marker) {
+                                const __grid_constant__ tmashmem_tensor_handle_t tensor, PutArgs a,
+                                volatile int* marker) {
   __shared__ __align__(128) uint8_t tile[4096];
   for (int i = threadIdx.x; i < 4096; i += blockDim.x) tile[i] = static_cast<uint8_t>(0xA5 ^ i);
   __syncthreads();
@@ -214,7 +214,8 @@ int run_rank(const std::string& name) {
     char* grown = static_cast<char*>(tmashmem_malloc(2 * kChunk));
     if (!grown) fail("tmashmem_malloc (growth)");
     char* end = reinterpret_cast<char*>(ctx.heap_base + ctx.heap_size);
-    if (grown > end - 64 || grown + 2 * kChunk < end + 64) fail("the new block does not span the old end");
+    if (grown > end - 64 || grown + 2 * kChunk < end + 64)
+      fail("the new block does not span the old end");
     args = PutArgs{end - 64, src, 128, owner, {0, 0}};
     watched = grown, watched_bytes = 2 * kChunk;
   } else if (which != kBulkSize) {
@@ -348,10 +349,10 @@ bool run_case(int which, int np, uint64_t seed, bool mps) {
   bool others_ok = true;
   for (int r = 1; r < np; ++r) others_ok &= job.exit_codes[static_cast<size_t>(r)] == 0;
   const bool owner_checked = np < 2 || !c.owner_checks || contains(job.logs.back(), "intact");
-  std::printf("victim failed (exit %d): %d; diagnostic: %d; reached the call and stopped there: %d; "
-              "other PEs (owner's check) ok: %d\n",
-              job.exit_codes[0], victim_failed, diagnostic, stopped_at_call,
-              others_ok && owner_checked);
+  std::printf(
+      "victim failed (exit %d): %d; diagnostic: %d; reached the call and stopped there: %d; "
+      "other PEs (owner's check) ok: %d\n",
+      job.exit_codes[0], victim_failed, diagnostic, stopped_at_call, others_ok && owner_checked);
   ok = victim_failed && diagnostic && stopped_at_call && others_ok && owner_checked;
   for (int r = 0; r < np; ++r)
     if (!ok || r == 0)

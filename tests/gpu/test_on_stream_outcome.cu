@@ -19,13 +19,14 @@ namespace {
 // capture (not capturable), else a copy on the legacy stream while a global-mode capture is
 // active (an implicit dependency on a capturing stream). Returns the put's status and says
 // which way rejected it.
-tmashmem_status_t rejected_put(uint8_t* sym, const uint8_t* device_src, int pe,
-                               const char** how) {
+tmashmem_status_t rejected_put(uint8_t* sym, const uint8_t* device_src, int pe, const char** how) {
   static std::vector<uint8_t> pageable(4096, 0x5A);
   cudaStream_t cap = nullptr;
-  if (cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking) != cudaSuccess) return TMASHMEM_SUCCESS;
+  if (cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking) != cudaSuccess)
+    return TMASHMEM_SUCCESS;
   tmashmem_status_t st = TMASHMEM_SUCCESS;
-  const cudaStreamCaptureMode modes[2] = {cudaStreamCaptureModeRelaxed, cudaStreamCaptureModeGlobal};
+  const cudaStreamCaptureMode modes[2] = {cudaStreamCaptureModeRelaxed,
+                                          cudaStreamCaptureModeGlobal};
   for (int attempt = 0; attempt < 2 && st == TMASHMEM_SUCCESS; ++attempt) {
     if (cudaStreamBeginCapture(cap, modes[attempt]) != cudaSuccess) break;
     if (attempt == 0) {
