@@ -95,6 +95,7 @@ __global__ void bad_call_kernel(int which, const __grid_constant__ tmashmem_ctx_
     tmashmem::putmem(ctx, a.dest, a.src, a.bytes, a.pe);
     tmashmem::quiet();
   } else {
+    tmashmem::tma_acquire_tensor_maps(tensor);
     tmashmem::tma_put_tile(tensor, a.pe, tmashmem::TileCoord(a.coord[0], a.coord[1]), tile);
     tmashmem::bulk_wait_group<0>();
   }
