@@ -15,33 +15,40 @@ using namespace gpu_test;
 
 namespace {
 
-// Makes CUDA reject an on-stream put: a copy from pageable host memory inside a stream
-// capture (not capturable), else a copy on the legacy stream while a global-mode capture is
-// active (an implicit dependency on a capturing stream). Returns the put's status and says
-// which way rejected it.
-tmashmem_status_t rejected_put(uint8_t* sym, const uint8_t* device_src, int pe, const char** how) {
+// Makes CUDA reject an on-stream put whose arguments pass the host checks. Tried in turn
+// until one is rejected (on the H200 with CUDA 13.0, a pageable source inside a capture and
+// the legacy stream beside a capturing non-blocking stream were both accepted): (0) the put on the
+// legacy stream while a blocking stream captures (an implicit dependency on a capturing stream);
+// (1) the put on a stream whose capture this program's own runtime invalidated (the same implicit
+// dependency, made by a cudaMemsetAsync); (2) a pageable source inside a capture. Returns the put's
+// status; *how says which.
+tmashmem_status_t rejected_put(uint8_t* sym, const uint8_t* device_src, uint8_t* scratch, int pe,
+                               const char** how) {
   static std::vector<uint8_t> pageable(4096, 0x5A);
-  cudaStream_t cap = nullptr;
-  if (cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking) != cudaSuccess)
-    return TMASHMEM_SUCCESS;
+  cudaStream_t cap = nullptr;  // blocking: the legacy stream synchronises with it
+  if (cudaStreamCreate(&cap) != cudaSuccess) return TMASHMEM_SUCCESS;
   tmashmem_status_t st = TMASHMEM_SUCCESS;
-  const cudaStreamCaptureMode modes[2] = {cudaStreamCaptureModeRelaxed,
-                                          cudaStreamCaptureModeGlobal};
-  for (int attempt = 0; attempt < 2 && st == TMASHMEM_SUCCESS; ++attempt) {
-    if (cudaStreamBeginCapture(cap, modes[attempt]) != cudaSuccess) break;
+  for (int attempt = 0; attempt < 3 && st == TMASHMEM_SUCCESS; ++attempt) {
+    if (cudaStreamBeginCapture(cap, cudaStreamCaptureModeRelaxed) != cudaSuccess) break;
     if (attempt == 0) {
-      *how = "pageable source inside a capture";
-      st = tmashmem_putmem_on_stream(sym, pageable.data(), pageable.size(), pe, cap);
-    } else {
-      *how = "legacy stream while another stream captures (global mode)";
+      *how = "the legacy stream while a blocking stream captures";
       st = tmashmem_putmem_on_stream(sym, device_src, 64, pe, cudaStreamLegacy);
+    } else if (attempt == 1) {
+      *how = "a stream whose capture was invalidated";
+      (void)cudaMemsetAsync(scratch, 0, 64, cudaStreamLegacy);  // invalidates cap's capture
+      st = tmashmem_putmem_on_stream(sym, device_src, 64, pe, cap);
+    } else {
+      *how = "a pageable source inside a capture";
+      st = tmashmem_putmem_on_stream(sym, pageable.data(), pageable.size(), pe, cap);
     }
     cudaGraph_t graph = nullptr;
-    cudaStreamEndCapture(cap, &graph);  // invalidated by the rejection: an error, no graph
+    cudaStreamEndCapture(cap, &graph);  // after a rejection: an error, and no graph
     if (graph) cudaGraphDestroy(graph);
-    (void)cudaGetLastError();  // this test's own runtime; the library's keeps its own
+    (void)cudaGetLastError();  // this program's runtime; the library's keeps its own
   }
+  cudaStreamSynchronize(cap);
   cudaStreamDestroy(cap);
+  (void)cudaGetLastError();
   return st;
 }
 
@@ -59,8 +66,9 @@ TEST_CASE("on-stream: after a call CUDA rejects, a signal ADD succeeds and adds 
   auto* sig = static_cast<uint64_t*>(tmashmem_malloc(sizeof(uint64_t)));
   auto* sym = static_cast<uint8_t*>(tmashmem_malloc(4096));
   REQUIRE(all_ranks(sig != nullptr && sym != nullptr));
-  uint8_t* device_src = nullptr;
+  uint8_t *device_src = nullptr, *scratch = nullptr;
   bool ok = GPU_TEST_CUDA(cudaMalloc(&device_src, 4096));
+  ok &= GPU_TEST_CUDA(cudaMalloc(&scratch, 4096));
   ok &= GPU_TEST_CUDA(cudaMemset(sig, 0, sizeof(uint64_t)));
   cudaStream_t stream = nullptr;
   ok &= GPU_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -72,12 +80,12 @@ TEST_CASE("on-stream: after a call CUDA rejects, a signal ADD succeeds and adds 
   uint64_t expected = 0;
   for (int round = 0; round < 2; ++round) {
     const char* how = "";
-    const tmashmem_status_t put = rejected_put(sym, device_src, s.me, &how);
+    const tmashmem_status_t put = rejected_put(sym, device_src, scratch, s.me, &how);
     if (put != TMASHMEM_ERROR_CUDA) {
       ok = false;
       std::printf("[PE %d] round %d: expected CUDA to reject the put (%s), got %s: %s\n", s.me,
                   round, how, tmashmem_error_string(put), tmashmem_last_error());
-    } else if (round == 0) {
+    } else if (round == 0 && s.me == 0) {
       std::printf("[PE %d] rejected (%s): %s\n", s.me, how, tmashmem_last_error());
     }
     // The ADD's own outcome is success; the put's pending error is not reported again.
@@ -103,6 +111,7 @@ TEST_CASE("on-stream: after a call CUDA rejects, a signal ADD succeeds and adds 
   }
   cudaStreamDestroy(stream);
   cudaFree(device_src);
+  cudaFree(scratch);
   ok &= sync_and_barrier();
   tmashmem_free(sym);
   tmashmem_free(sig);
