@@ -131,8 +131,9 @@ if [ "$WHAT" = rerun ]; then rerun_perf; fi
 # sanitize: GPU test programs under compute-sanitizer with 2 PEs. SANITIZE_TESTS: entries
 # separated by ';', each a program under tests/gpu/ with an optional Catch2 filter after ':'
 # (the large GEMM shapes take too long under the tools); SANITIZE_TOOLS: which tools;
-# SANITIZE_LIMIT_S bounds each run, SANITIZE_JOBS runs that many at once. Stress loops are
-# cut to SANITIZE_ROUNDS rounds. A run cut by its bound says "rc=124" (did not finish).
+# SANITIZE_LIMIT_S bounds each run, SANITIZE_JOBS runs that many at once, SANITIZE_FLAGS goes
+# to compute-sanitizer. Stress loops are cut to SANITIZE_ROUNDS rounds. A run cut by its bound
+# says "rc=124" (did not finish).
 if [ "$WHAT" = sanitize ]; then
   default_sanitize="test_signal;tile/test_tile;test_rma;test_atomic;test_barrier;test_ordering"
   default_sanitize+=";test_on_stream;test_on_stream_outcome;test_collectives;test_collectives_stress"
@@ -147,7 +148,7 @@ if [ "$WHAT" = sanitize ]; then
     timeout "$(limit "${SANITIZE_LIMIT_S:-120}")" mpirun --oversubscribe --bind-to none -np 2 \
       -x TMASHMEM_MULTICAST -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
       -x TMASHMEM_TEST_STRESS_ROUNDS -x TMASHMEM_TEST_BARRIER_ROUNDS compute-sanitizer \
-      --tool "$1" --error-exitcode 9 "$BUILD_DIR/tests/gpu/$prog" ${filter:+"$filter"} >"$log" 2>&1
+      --tool "$1" --error-exitcode 9 ${SANITIZE_FLAGS:-} "$BUILD_DIR/tests/gpu/$prog" ${filter:+"$filter"} >"$log" 2>&1
     echo "rc=$?" >>"$log"
   }
   IFS=';' read -r -a sanitize_entries <<<"${SANITIZE_TESTS:-$default_sanitize}"
@@ -161,7 +162,9 @@ if [ "$WHAT" = sanitize ]; then
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for entry in "${sanitize_entries[@]}"; do
       log="$RESULTS/sanitize.$tool.$(basename "${entry%%:*}").log"
-      summary+=("sanitize $tool $(basename "${entry%%:*}"): $(tail -1 "$log") $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")
+      # device-side reports (memory, races, barriers) apart from the CUDA API errors
+      reports=$(grep -cE '^========= (Invalid|Misaligned|Error:|Warning:|Barrier error)' "$log")
+      summary+=("sanitize $tool $(basename "${entry%%:*}"): $(tail -1 "$log") device reports: $reports; $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")
     done
   done
 fi
