@@ -118,9 +118,14 @@ tmashmem_status_t UidBootstrap::root_collect_sized(const char* what, uint64_t se
       IoResult r = IoResult::kOk;
       if (b.head_have < sizeof b.head) {
         r = recv_some(b.fd, &b.head, sizeof b.head, &b.head_have, &why);
-        if (r == IoResult::kOk &&
-            (b.head.magic != kFrameMagic || b.head.tag != kTagGather || b.head.sequence != seq ||
-             b.head.sender != rank || b.head.length != lengths[static_cast<size_t>(rank)]))
+        FrameRule rule;
+        rule.tag = kTagGather;
+        rule.length = lengths[static_cast<size_t>(rank)];
+        rule.sequence = seq;
+        rule.check_sequence = true;
+        rule.sender = rank;
+        rule.check_sender = true;
+        if (r == IoResult::kOk && judge_frame(b.head, rule) != FrameVerdict::kOk)
           return root_fail(TMASHMEM_ERROR_BOOTSTRAP,
                            std::string("unique-id bootstrap ") + what + ": rank " +
                                std::to_string(rank) + " sent tag " + std::to_string(b.head.tag) +

@@ -105,8 +105,10 @@ tmashmem_status_t UidBootstrap::root_join() {
         continue;
       }
       const Hello& h = p.answer.hello;
-      bool framed = p.answer.head.magic == kFrameMagic && p.answer.head.tag == kTagHello &&
-                    p.answer.head.length == sizeof(Hello);
+      FrameRule hello_rule;
+      hello_rule.tag = kTagHello;
+      hello_rule.length = sizeof(Hello);
+      bool framed = judge_frame(p.answer.head, hello_rule) == FrameVerdict::kOk;
       uint64_t expect =
           framed ? mac_of(secret_.secret, p.challenge.nonce, "hello", h.rank, h.size) : 0;
       if (!framed || !equal_constant_time(&expect, &h.mac, sizeof expect)) {
@@ -252,8 +254,8 @@ tmashmem_status_t UidBootstrap::lost_root(const char* step, const std::string& w
               rank_, root_text_.c_str(), step, why.empty() ? "" : ": ", why.c_str());
 }
 
-tmashmem_status_t UidBootstrap::rank_receive_header(const char* step, FrameHeader* h,
-                                                    Deadline deadline) {
+tmashmem_status_t UidBootstrap::rank_receive_header(const char* step, const FrameRule& rule,
+                                                    FrameHeader* h, Deadline deadline) {
   std::string why;
   IoResult r = recv_all(links_[0], h, sizeof *h, deadline, &why);
   if (r == IoResult::kTimeout) {
@@ -264,22 +266,32 @@ tmashmem_status_t UidBootstrap::rank_receive_header(const char* step, FrameHeade
                 rank_, rank_wait_ms_, root_text_.c_str(), step);
   }
   if (r != IoResult::kOk) return lost_root(step, why);
-  if (h->magic != kFrameMagic || h->sender != 0 || h->length > kMaxFramePayload) {
+  const FrameVerdict verdict = judge_frame(*h, rule);
+  if (verdict == FrameVerdict::kGarbled) {
     failed_ = true;
     return fail(TMASHMEM_ERROR_BOOTSTRAP,
                 "unique-id bootstrap: garbled frame from the root %s in step '%s'",
                 root_text_.c_str(), step);
   }
-  if (h->tag == kTagFail) {
+  if (verdict == FrameVerdict::kFail) {
     std::vector<char> body(h->length);
-    if (recv_all(links_[0], body.data(), body.size(), deadline, &why) != IoResult::kOk ||
-        body.size() < sizeof(int32_t))
-      return lost_root(step, why);
     int32_t code = 0;
-    std::memcpy(&code, body.data(), sizeof code);
+    std::string text;
+    if (recv_all(links_[0], body.data(), body.size(), deadline, &why) != IoResult::kOk ||
+        !decode_fail_body(body.data(), body.size(), &code, &text))
+      return lost_root(step, why);
     failed_ = true;
-    std::string text(body.data() + sizeof code, body.size() - sizeof code);
     return fail(static_cast<tmashmem_status_t>(code), "the root reports: %s", text.c_str());
+  }
+  if (verdict != FrameVerdict::kOk) {
+    failed_ = true;
+    return fail(TMASHMEM_ERROR_BOOTSTRAP,
+                "unique-id bootstrap: rank %d expected frame tag %u, call %llu, %llu bytes from "
+                "the root in step '%s' but got tag %u, call %llu, %u bytes (out of step)",
+                rank_, static_cast<unsigned>(rule.tag),
+                static_cast<unsigned long long>(rule.sequence),
+                static_cast<unsigned long long>(rule.length), step, h->tag,
+                static_cast<unsigned long long>(h->sequence), h->length);
   }
   return TMASHMEM_SUCCESS;
 }
@@ -287,15 +299,15 @@ tmashmem_status_t UidBootstrap::rank_receive_header(const char* step, FrameHeade
 tmashmem_status_t UidBootstrap::rank_receive_fixed(const char* step, FrameTag tag, uint64_t seq,
                                                    FrameHeader* h, void* body, size_t bytes,
                                                    Deadline deadline) {
-  TMASHMEM_UID_TRY(rank_receive_header(step, h, deadline));
-  if (h->tag != tag || h->sequence != seq || h->length != bytes) {
-    failed_ = true;
-    return fail(TMASHMEM_ERROR_BOOTSTRAP,
-                "unique-id bootstrap: rank %d expected frame tag %u, call %llu, %zu bytes from "
-                "the root in step '%s' but got tag %u, call %llu, %u bytes (out of step)",
-                rank_, static_cast<unsigned>(tag), static_cast<unsigned long long>(seq), bytes,
-                step, h->tag, static_cast<unsigned long long>(h->sequence), h->length);
-  }
+  FrameRule rule;
+  rule.tag = tag;
+  rule.length = bytes;
+  rule.sequence = seq;
+  rule.check_sequence = true;
+  rule.sender = 0;
+  rule.check_sender = true;
+  rule.accept_fail = true;
+  TMASHMEM_UID_TRY(rank_receive_header(step, rule, h, deadline));
   std::string why;
   IoResult r = recv_all(links_[0], body, bytes, deadline, &why);
   if (r != IoResult::kOk) return lost_root(step, why);

@@ -14,6 +14,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/uid_auth.h"
+#include "bootstrap/uid_frame.h"
 #include "bootstrap/uid_id.h"
 #include "bootstrap/uid_protocol.h"
 #include "bootstrap/uid_socket.h"
@@ -158,8 +159,10 @@ class UidBootstrap final : public Bootstrap {
 
   tmashmem_status_t lost_root(const char* step, const std::string& why);
 
-  // Rank: reads one frame header from the root; a Fail frame becomes the root's error.
-  tmashmem_status_t rank_receive_header(const char* step, FrameHeader* h, Deadline deadline);
+  // Rank: reads one frame header from the root and judges it by `rule` (uid_frame.h); a
+  // Fail frame becomes the root's error, anything but the expected frame an error.
+  tmashmem_status_t rank_receive_header(const char* step, const FrameRule& rule, FrameHeader* h,
+                                        Deadline deadline);
 
   tmashmem_status_t rank_receive_fixed(const char* step, FrameTag tag, uint64_t seq, FrameHeader* h,
                                        void* body, size_t bytes, Deadline deadline);

@@ -128,16 +128,43 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then rerun_perf; fi
 fi
 if [ "$WHAT" = rerun ]; then rerun_perf; fi
-# sanitize: GPU test programs under compute-sanitizer (memcheck, racecheck, synccheck) with
-# 2 PEs; SANITIZE_TESTS names the programs (tests/gpu/...), each run bounded.
+# sanitize: GPU test programs under compute-sanitizer with 2 PEs. SANITIZE_TESTS: entries
+# separated by ';', each a program under tests/gpu/ with an optional Catch2 filter after ':'
+# (the large GEMM shapes take too long under the tools); SANITIZE_TOOLS: which tools;
+# SANITIZE_LIMIT_S bounds each run, SANITIZE_JOBS runs that many at once, SANITIZE_FLAGS goes
+# to compute-sanitizer. Stress loops are cut to SANITIZE_ROUNDS rounds. A run cut by its bound
+# says "rc=124" (did not finish).
 if [ "$WHAT" = sanitize ]; then
-  for tool in memcheck racecheck synccheck; do
-    for t in ${SANITIZE_TESTS:-test_signal tile/test_tile}; do
-      log="$RESULTS/sanitize.$tool.$(basename "$t").log"
-      timeout "$(limit 120)" mpirun --oversubscribe --bind-to none -np 2 -x TMASHMEM_MULTICAST \
-        -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY compute-sanitizer --tool "$tool" \
-        --error-exitcode 9 "$BUILD_DIR/tests/gpu/$t" >"$log" 2>&1
-      summary+=("sanitize $tool $(basename "$t"): rc=$? $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")
+  default_sanitize="test_signal;tile/test_tile;test_rma;test_atomic;test_barrier;test_ordering"
+  default_sanitize+=";test_on_stream;test_on_stream_outcome;test_collectives;test_collectives_stress"
+  default_sanitize+=";test_multicast;heap/test_heap_gpu"
+  default_sanitize+=";gemm/test_gemm:gemm bf16 small M;fused/test_fused:allgather_matmul: small shards*"
+  default_sanitize+=";fused/test_reduce_scatter:matmul_reduce_scatter fast: ragged and small shards"
+  export TMASHMEM_TEST_STRESS_ROUNDS=${SANITIZE_ROUNDS:-20} TMASHMEM_TEST_BARRIER_ROUNDS=${SANITIZE_ROUNDS:-20}
+  sanitize_one() {  # sanitize_one TOOL ENTRY
+    local prog=${2%%:*} filter= log
+    [ "$prog" != "$2" ] && filter=${2#*:}
+    log="$RESULTS/sanitize.$1.$(basename "$prog").log"
+    timeout "$(limit "${SANITIZE_LIMIT_S:-120}")" mpirun --oversubscribe --bind-to none -np 2 \
+      -x TMASHMEM_MULTICAST -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
+      -x TMASHMEM_TEST_STRESS_ROUNDS -x TMASHMEM_TEST_BARRIER_ROUNDS compute-sanitizer \
+      --tool "$1" --error-exitcode 9 ${SANITIZE_FLAGS:-} "$BUILD_DIR/tests/gpu/$prog" ${filter:+"$filter"} >"$log" 2>&1
+    echo "rc=$?" >>"$log"
+  }
+  IFS=';' read -r -a sanitize_entries <<<"${SANITIZE_TESTS:-$default_sanitize}"
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+    for entry in "${sanitize_entries[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-1}" ]; do wait -n; done
+      sanitize_one "$tool" "$entry" &
+    done
+  done
+  wait
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+    for entry in "${sanitize_entries[@]}"; do
+      log="$RESULTS/sanitize.$tool.$(basename "${entry%%:*}").log"
+      # device-side reports (memory, races, barriers) apart from the CUDA API errors
+      reports=$(grep -cE '^========= (Invalid|Misaligned|Error:|Warning:|Barrier error)' "$log")
+      summary+=("sanitize $tool $(basename "${entry%%:*}"): $(tail -1 "$log") device reports: $reports; $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")
     done
   done
 fi

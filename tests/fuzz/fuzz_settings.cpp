@@ -15,14 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_contract.h"
 #include "runtime/config.h"
 
 namespace {
 
 void require(bool ok, const char* what, const std::string& text) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz_settings: contract broken: %s (text \"%s\")\n", what, text.c_str());
-  std::abort();  // the fuzzer's way of reporting a finding (test program, not library)
+  fuzz::require(ok, what, ("text \"" + text + "\"").c_str());
 }
 
 bool all_digits(const std::string& s) {

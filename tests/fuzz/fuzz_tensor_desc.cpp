@@ -6,23 +6,14 @@
 //    extent within its dimension's rules, box_bytes within an mbarrier's transaction
 //    count, smem_bytes >= box_bytes, and the encode arguments mirror the descriptor.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
+#include "fuzz_contract.h"
 #include "runtime/tensor_desc.h"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
 
-namespace {
-
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz_tensor_desc: contract broken: %s\n", what);
-  std::abort();  // the fuzzer's way of reporting a finding (test program, not library)
-}
-
-}  // namespace
+using fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tmashmem_tensor_desc_t desc;

@@ -4,23 +4,14 @@
 // (tmashmem_uniqueid_to_string) parses back to the same 64 bytes. Raw 64-byte inputs are
 // also tried as ids directly (uid_valid must not crash on any bytes).
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "bootstrap/uid_id.h"
+#include "fuzz_contract.h"
 #include "tmashmem/tmashmem.h"
 
-namespace {
-
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz_uniqueid: contract broken: %s\n", what);
-  std::abort();  // the fuzzer's way of reporting a finding (test program, not library)
-}
-
-}  // namespace
+using fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

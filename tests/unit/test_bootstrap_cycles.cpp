@@ -13,6 +13,7 @@
 
 #include "common/catch.h"
 #include "common/test_util.h"
+#include "init_cycle.h"
 #include "runtime_fixture.h"
 
 using namespace tmashmem_test;
@@ -55,28 +56,7 @@ TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or
   int fds = open_fd_count(), tasks = threads(), files = tmp_sockets();
   std::vector<double> init_ms;
   for (int cycle = 0; cycle < 100 && failures == 0; ++cycle) {
-    setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
-    tmashmem_init_attr_t attr = small_heap_attr();
-    auto t0 = std::chrono::steady_clock::now();
-    tmashmem_status_t st = tmashmem_init_attr(&attr);
-    init_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (st != TMASHMEM_SUCCESS) {
-      std::printf("cycle %d: %s\n", cycle, tmashmem_last_error());
-      ++failures;
-      break;
-    }
-    int n = tmashmem_n_pes(), me = tmashmem_my_pe();
-    auto* p = static_cast<uint8_t*>(tmashmem_malloc((size_t(3) << 20) * size_t(n)));  // growth
-    if (!p) {
-      ++failures;
-    } else {
-      for (int pe = 0; pe < n; ++pe)
-        static_cast<uint8_t*>(tmashmem_ptr(p, pe))[me] = static_cast<uint8_t>(cycle * 7 + me);
-      tmashmem_barrier_all();
-      for (int pe = 0; pe < n; ++pe) failures += p[pe] != static_cast<uint8_t>(cycle * 7 + pe);
-    }
-    if (tmashmem_finalize() != TMASHMEM_SUCCESS) ++failures;
+    failures += run_init_cycle(cycle, small_heap_attr(), &init_ms);
     if (open_fd_count() != fds || threads() != tasks) {
       std::printf("cycle %d: %d fds (before %d), %d threads (before %d)\n", cycle, open_fd_count(),
                   fds, threads(), tasks);

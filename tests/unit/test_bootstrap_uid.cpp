@@ -28,6 +28,7 @@
 #include "bootstrap/uid_protocol.h"
 #include "emu/emulated_driver.h"
 #include "heap_exchange.h"
+#include "init_cycle.h"
 #include "tmashmem/tmashmem.h"
 #include "uid_launch.h"
 
@@ -175,25 +176,7 @@ int rank_cycles() {
   setenv("TMPDIR", dir, 1);
   int files = count_tmp_sockets();
   for (int cycle = 0; cycle < 100 && !g_failures; ++cycle, ++cycles) {
-    // Both kinds of handle-exchange socket, alternately.
-    setenv("TMASHMEM_FD_SOCKET", cycle % 2 ? "filesystem" : "abstract", 1);
-    tmashmem_init_attr_t attr = small_attr();
-    auto t0 = std::chrono::steady_clock::now();
-    tmashmem_status_t st = tmashmem_init_attr(&attr);
-    init_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    EXPECT(st == TMASHMEM_SUCCESS);
-    if (st != TMASHMEM_SUCCESS) break;
-    int n = tmashmem_n_pes(), me = tmashmem_my_pe();
-    auto* p = static_cast<uint8_t*>(tmashmem_malloc((size_t(3) << 20) * size_t(n)));
-    EXPECT(p != nullptr);
-    if (p) {
-      for (int pe = 0; pe < n; ++pe)
-        static_cast<uint8_t*>(tmashmem_ptr(p, pe))[me] = static_cast<uint8_t>(cycle + me);
-      tmashmem_barrier_all();
-      for (int pe = 0; pe < n; ++pe) EXPECT(p[pe] == static_cast<uint8_t>(cycle + pe));
-    }
-    EXPECT(tmashmem_finalize() == TMASHMEM_SUCCESS);
+    g_failures += tmashmem_test::run_init_cycle(cycle, small_attr(), &init_ms);
     emu::Counts c = emu::counts();
     EXPECT(c.allocations == 0 && c.mappings == 0 && c.reservations == 0 && c.open_memfds == 0);
     if (count_fds() != fds || count_threads() != threads) {

@@ -1,8 +1,9 @@
 // Fault matrix (docs/reliability.md), lifecycle rows: every public call after finalize,
 // finalize with allocations and tensors outstanding, a heap maximum below the allocation
-// granularity, and what tmashmem_last_error() holds after a successful call. Rows kept
-// elsewhere: every call before init and init twice (test_lifecycle.cpp), heap exhaustion
-// then recovery, double free and frees of foreign pointers or the signal pad (test_heap.cpp).
+// granularity, what tmashmem_last_error() holds after a successful call, and every call
+// before init (the same check). Rows kept elsewhere: init twice (test_lifecycle.cpp), heap
+// exhaustion then recovery, double free and frees of foreign pointers or the signal pad
+// (test_heap.cpp).
 #include <string>
 
 #include "common/catch.h"
@@ -22,18 +23,11 @@ bool said_not_initialized(const char* call) {
   return got == want;
 }
 
-}  // namespace
-
-TEST_CASE("faults: every public call after finalize is NOT_INITIALIZED, naming the call") {
-  void* block = nullptr;
-  uint64_t* sig = nullptr;
-  {
-    EmulatedRuntime rt;
-    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-    block = tmashmem_malloc(4096);
-    sig = static_cast<uint64_t*>(tmashmem_calloc(1, 8));
-    REQUIRE(all_ranks(block != nullptr && sig != nullptr));
-  }  // finalized here, with both still allocated
+// Every public call that needs the runtime, made while it is not running (before init or
+// after finalize): each fails with NOT_INITIALIZED (NULL, -1) and the one message naming it.
+// `block` and `sig` are what a program would still hold (a stale heap block and signal, or
+// local memory before init).
+void check_every_call_not_initialized(void* block, uint64_t* sig) {
   REQUIRE_FALSE(tmashmem_initialized());
   CHECK(tmashmem_malloc(64) == nullptr);
   CHECK(said_not_initialized("tmashmem_malloc"));
@@ -42,6 +36,8 @@ TEST_CASE("faults: every public call after finalize is NOT_INITIALIZED, naming t
   CHECK(tmashmem_align(4096, 64) == nullptr);
   CHECK(said_not_initialized("tmashmem_align"));
   CHECK(tmashmem_free(block) == TMASHMEM_ERROR_NOT_INITIALIZED);
+  CHECK(said_not_initialized("tmashmem_free"));
+  CHECK(tmashmem_free(nullptr) == TMASHMEM_ERROR_NOT_INITIALIZED);
   CHECK(said_not_initialized("tmashmem_free"));
   CHECK(tmashmem_ptr(block, 0) == nullptr);
   CHECK(said_not_initialized("tmashmem_ptr"));
@@ -74,6 +70,26 @@ TEST_CASE("faults: every public call after finalize is NOT_INITIALIZED, naming t
   CHECK(tmashmem_n_pes() == -1);
   CHECK(tmashmem_device() == -1);
   CHECK(status == -1);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: every call before init gives the one NOT_INITIALIZED message, naming it") {
+  uint64_t local[2] = {0, 0};
+  check_every_call_not_initialized(local, local + 1);
+}
+
+TEST_CASE("faults: every public call after finalize is NOT_INITIALIZED, naming the call") {
+  void* block = nullptr;
+  uint64_t* sig = nullptr;
+  {
+    EmulatedRuntime rt;
+    REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+    block = tmashmem_malloc(4096);
+    sig = static_cast<uint64_t*>(tmashmem_calloc(1, 8));
+    REQUIRE(all_ranks(block != nullptr && sig != nullptr));
+  }  // finalized here, with both still allocated
+  check_every_call_not_initialized(block, sig);
 }
 
 TEST_CASE("faults: finalize with allocations and a tensor outstanding releases everything") {

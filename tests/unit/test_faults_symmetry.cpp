@@ -47,39 +47,59 @@ void expect_setting_disagreement(tmashmem_status_t st, const std::string& m, con
   CHECK_FALSE(tmashmem_initialized());
 }
 
+// A setting that must agree, set through the attributes, different on the last PE.
+struct AttrDisagreement {
+  const char* setting;
+  const char* attr_field;  // named in the message as tmashmem_init_attr_t.<field>, or nullptr
+  const char* pe0_value;
+  const char* last_value;
+  void (*differ)(tmashmem_init_attr_t*);
+};
+
+void expect_attr_disagreement(const AttrDisagreement& row) {
+  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
+  std::string m;
+  const tmashmem_status_t st = init_with_last_pe_differing(row.differ, &m);
+  expect_setting_disagreement(st, m, row.setting, row.pe0_value, row.last_value);
+  if (row.attr_field) CHECK(contains(m, std::string("tmashmem_init_attr_t.") + row.attr_field));
+}
+
+// One row per collective allocation argument: `allocate(value)` with `value` = `others` on
+// every PE but the last, which passes `last_value`; NULL and a message naming the call, the
+// argument, PE 0's value and the last PE's.
+template <typename Allocate>
+void expect_argument_disagreement(Allocate allocate, const char* call, const char* argument,
+                                  size_t others, size_t last_value) {
+  const int last = mpi_size() - 1;
+  CHECK(allocate(mpi_rank() == last ? last_value : others) == nullptr);
+  const std::string m = tmashmem_last_error();
+  INFO(m);
+  CHECK(contains(m, std::string(call) + " is collective but its arguments differ: " + argument +
+                        " = " + std::to_string(others) + " on PE 0"));
+  CHECK(contains(m, std::to_string(last_value) + " on PE " + std::to_string(last)));
+}
+
 }  // namespace
 
 TEST_CASE("faults: a per-PE TMASHMEM_CHUNK_SIZE is a symmetry error naming it, PEs, values") {
-  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
-  std::string m;
-  const tmashmem_status_t st = init_with_last_pe_differing(
-      [](tmashmem_init_attr_t* a) { a->chunk_size = size_t(4) << 20; }, &m);
-  expect_setting_disagreement(st, m, "TMASHMEM_CHUNK_SIZE", "2M", "4M");
-  CHECK(contains(m, "tmashmem_init_attr_t.chunk_size"));
+  expect_attr_disagreement({"TMASHMEM_CHUNK_SIZE", "chunk_size", "2M", "4M",
+                            [](tmashmem_init_attr_t* a) { a->chunk_size = size_t(4) << 20; }});
 }
 
 TEST_CASE("faults: a per-PE TMASHMEM_HEAP_MAX is a symmetry error") {
-  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
-  std::string m;
-  const tmashmem_status_t st = init_with_last_pe_differing(
-      [](tmashmem_init_attr_t* a) { a->heap_max = size_t(128) << 20; }, &m);
-  expect_setting_disagreement(st, m, "TMASHMEM_HEAP_MAX", "64M", "128M");
+  expect_attr_disagreement({"TMASHMEM_HEAP_MAX", nullptr, "64M", "128M",
+                            [](tmashmem_init_attr_t* a) { a->heap_max = size_t(128) << 20; }});
 }
 
 TEST_CASE("faults: a per-PE TMASHMEM_HANDLE_TYPE is a symmetry error") {
-  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
-  std::string m;
-  const tmashmem_status_t st = init_with_last_pe_differing(
-      [](tmashmem_init_attr_t* a) { a->handle_type = TMASHMEM_HANDLE_POSIX_FD; }, &m);
-  expect_setting_disagreement(st, m, "TMASHMEM_HANDLE_TYPE", "auto", "posix_fd");
+  expect_attr_disagreement(
+      {"TMASHMEM_HANDLE_TYPE", nullptr, "auto", "posix_fd",
+       [](tmashmem_init_attr_t* a) { a->handle_type = TMASHMEM_HANDLE_POSIX_FD; }});
 }
 
 TEST_CASE("faults: a per-PE TMASHMEM_BOOTSTRAP_TIMEOUT_MS is a symmetry error") {
-  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
-  std::string m;
-  const tmashmem_status_t st = init_with_last_pe_differing(
-      [](tmashmem_init_attr_t* a) { a->bootstrap_timeout_ms = 30000; }, &m);
-  expect_setting_disagreement(st, m, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", "20000", "30000");
+  expect_attr_disagreement({"TMASHMEM_BOOTSTRAP_TIMEOUT_MS", nullptr, "20000", "30000",
+                            [](tmashmem_init_attr_t* a) { a->bootstrap_timeout_ms = 30000; }});
 }
 
 TEST_CASE("faults: a per-PE TMASHMEM_MULTICAST (environment only) is a symmetry error") {
@@ -109,31 +129,19 @@ TEST_CASE("faults: per-PE settings (debug, stream memory ops) may differ") {
   CHECK(all_ranks(st == TMASHMEM_SUCCESS));
 }
 
-TEST_CASE("faults: calloc with a count differing between PEs is a symmetry error") {
+TEST_CASE(
+    "faults: calloc's count and align's alignment differing between PEs are symmetry "
+    "errors") {
   if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
   EmulatedRuntime rt;
   REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  const int last = mpi_size() - 1;
-  CHECK(tmashmem_calloc(mpi_rank() == last ? 5 : 4, 64) == nullptr);
-  const std::string m = tmashmem_last_error();
-  INFO(m);
-  CHECK(contains(m, "tmashmem_calloc is collective but its arguments differ: count = 4 on PE 0"));
-  CHECK(contains(m, "5 on PE " + std::to_string(last)));
+  expect_argument_disagreement([](size_t count) { return tmashmem_calloc(count, 64); },
+                               "tmashmem_calloc", "count", 4, 5);
   void* p = tmashmem_calloc(4, 64);  // still usable
   CHECK(all_ranks(p != nullptr));
   CHECK(tmashmem_free(p) == TMASHMEM_SUCCESS);
-}
-
-TEST_CASE("faults: align with an alignment differing between PEs is a symmetry error") {
-  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
-  EmulatedRuntime rt;
-  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  const int last = mpi_size() - 1;
-  CHECK(tmashmem_align(mpi_rank() == last ? 4096 : 1024, 256) == nullptr);
-  const std::string m = tmashmem_last_error();
-  INFO(m);
-  CHECK(contains(m, "tmashmem_align is collective but its arguments differ: alignment = 1024"));
-  CHECK(contains(m, "4096 on PE " + std::to_string(last)));
+  expect_argument_disagreement([](size_t alignment) { return tmashmem_align(alignment, 256); },
+                               "tmashmem_align", "alignment", 1024, 4096);
 }
 
 TEST_CASE("faults: a tensor descriptor differing in its last field is a symmetry error") {

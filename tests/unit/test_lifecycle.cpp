@@ -113,41 +113,7 @@ TEST_CASE("lifecycle: calls before init, double init, finalize twice") {
   CHECK(tmashmem_finalize() == TMASHMEM_ERROR_NOT_INITIALIZED);
 }
 
-TEST_CASE("lifecycle: every call before init gives the one NOT_INITIALIZED message, naming it") {
-  auto said = [](const char* call) {
-    const std::string want = std::string("[tmashmem rank ?] ") + call +
-                             " called before tmashmem_init (or after tmashmem_finalize)";
-    const std::string got = tmashmem_last_error();
-    if (got != want) std::printf("%s: \"%s\", expected \"%s\"\n", call, got.c_str(), want.c_str());
-    return got == want;
-  };
-  CHECK(tmashmem_malloc(64) == nullptr);
-  CHECK(said("tmashmem_malloc"));
-  CHECK(tmashmem_calloc(2, 8) == nullptr);
-  CHECK(said("tmashmem_calloc"));
-  CHECK(tmashmem_align(512, 64) == nullptr);
-  CHECK(said("tmashmem_align"));
-  CHECK(tmashmem_free(nullptr) == TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_free"));
-  CHECK(tmashmem_barrier_all() == TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_barrier_all"));
-  tmashmem_ctx_t ctx;
-  CHECK(tmashmem_device_ctx(&ctx) == TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_device_ctx"));
-  int x = 0;
-  CHECK(tmashmem_ptr(&x, 0) == nullptr);
-  CHECK(said("tmashmem_ptr"));
-  CHECK(tmashmem_signal_pad() == nullptr);
-  CHECK(said("tmashmem_signal_pad"));
-  uint64_t sig = 0;
-  CHECK(tmashmem_signal_op_on_stream(&sig, 1, TMASHMEM_SIGNAL_SET, 0, nullptr) ==
-        TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_signal_op_on_stream"));
-  CHECK(tmashmem_putmem_on_stream(&sig, &sig, 8, 0, nullptr) == TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_putmem_on_stream"));
-  CHECK(tmashmem_finalize() == TMASHMEM_ERROR_NOT_INITIALIZED);
-  CHECK(said("tmashmem_finalize"));
-}
+// Every call before init: tests/unit/test_faults_lifecycle.cpp (with every call after finalize).
 
 TEST_CASE("lifecycle: a driver that reports no device gives NO_DEVICE on every PE") {
   emu::Options options;
