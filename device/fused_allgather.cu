@@ -52,7 +52,12 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
 
 namespace {
 
-const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter};
+uint64_t allgather_signal_bytes(int64_t m_shard, int n_pes) {
+  return fused::allgather_gemm_workspace_bytes(m_shard, n_pes);
+}
+
+const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter, allgather_signal_bytes,
+                             reduce_scatter_bytes};
 
 struct Registration {
   Registration() { register_fused_kernels(&kFused); }

@@ -34,6 +34,14 @@ CudaOutcome plan_and_run(const MatmulReduceScatterCall& c, CUstream stream) {
 
 }  // namespace
 
+uint64_t reduce_scatter_bytes(int64_t m_shard, int64_t n, int n_pes, int mode) {
+  return fused::reduce_scatter_workspace_bytes(static_cast<int>(m_shard), static_cast<int>(n),
+                                               n_pes,
+                                               mode == TMASHMEM_REDUCE_SCATTER_DETERMINISTIC
+                                                   ? fused::ReduceScatterMode::deterministic
+                                                   : fused::ReduceScatterMode::fast);
+}
+
 CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& c, CUstream stream) {
   if (c.mode == TMASHMEM_REDUCE_SCATTER_DETERMINISTIC)
     return plan_and_run<fused::ReduceScatterDeterministicCfg,

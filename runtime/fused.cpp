@@ -19,21 +19,23 @@ namespace tmashmem {
 namespace {
 
 const FusedKernels* g_fused = nullptr;
-
-// Mirrors include/tmashmem/device/fused/sync.cuh: 256 words of header, then one flag per
-// 128-row chunk of the gathered A; the gathered A (if in the workspace) starts at the next
-// 1024-byte boundary.
-constexpr uint64_t kHeaderWords = 256;
 constexpr int kMaxPes = 64;
 
-uint64_t flag_bytes(int64_t m_shard, int n_pes) {
-  return (kHeaderWords + static_cast<uint64_t>((m_shard + 127) / 128) * n_pes) * 8;
+// The workspace layouts come from the device library: without it nothing can run.
+tmashmem_status_t require_kernels(const char* call) {
+  if (g_fused == nullptr || stream_kernels() == nullptr)
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: %s", call, kNoKernelsMessage);
+  return TMASHMEM_SUCCESS;
 }
+
+// The all-gather's workspace: the kernels' signal words, then (when kept there) the gathered
+// A from the next 1024-byte boundary. 0 without the device library.
 uint64_t gathered_offset(int64_t m_shard, int n_pes) {
-  return (flag_bytes(m_shard, n_pes) + 1023) / 1024 * 1024;
+  return g_fused ? (g_fused->allgather_signal_bytes(m_shard, n_pes) + 1023) / 1024 * 1024 : 0;
 }
 uint64_t workspace_bytes(int64_t m_shard, int64_t k, int n_pes, bool gathered_in_workspace) {
-  if (!gathered_in_workspace) return flag_bytes(m_shard, n_pes);
+  if (g_fused == nullptr) return 0;
+  if (!gathered_in_workspace) return g_fused->allgather_signal_bytes(m_shard, n_pes);
   return gathered_offset(m_shard, n_pes) +
          static_cast<uint64_t>(m_shard) * n_pes * static_cast<uint64_t>(k) * 2;
 }
@@ -71,9 +73,8 @@ tmashmem_status_t check_job(const Runtime& rt, const char* call, int max_pes) {
 // current. A planner rejection (code -1) is INVALID_VALUE with the planner's sentence.
 template <class Launch>
 tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch launch) {
+  TMASHMEM_TRY(require_kernels(call));
   const StreamKernels* device = stream_kernels();
-  if (g_fused == nullptr || device == nullptr)
-    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: %s", call, kNoKernelsMessage);
   int previous = -1;
   const CudaOutcome entered = device->enter_device(ordinal, &previous);
   if (entered.code != 0)
@@ -88,12 +89,8 @@ tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch lau
   return TMASHMEM_SUCCESS;
 }
 
-// Mirrors include/tmashmem/device/fused/gemm_reduce_scatter_launch.cuh.
 uint64_t rs_workspace_bytes(int64_t m_shard, int64_t n, int n_pes, int mode) {
-  if (mode == TMASHMEM_REDUCE_SCATTER_FAST) return kHeaderWords * 8;
-  const uint64_t halves = static_cast<uint64_t>((m_shard + 63) / 64) * ((n + 255) / 256);
-  const uint64_t offset = ((kHeaderWords + halves * n_pes) * 8 + 1023) / 1024 * 1024;
-  return offset + static_cast<uint64_t>(n_pes) * m_shard * static_cast<uint64_t>(n) * 4;
+  return g_fused ? g_fused->reduce_scatter_bytes(m_shard, n, n_pes, mode) : 0;
 }
 
 tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_shard, int64_t m,
@@ -106,6 +103,7 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(require_kernels(call));
     me = rt.bootstrap->rank();
     const int n_pes = rt.bootstrap->size();
     TMASHMEM_TRY(check_job(rt, call, 8));
@@ -180,6 +178,7 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(require_kernels(call));
     const int me = rt.bootstrap->rank(), n_pes = rt.bootstrap->size();
     fill_device_ctx(rt, &args.ctx);
     TMASHMEM_TRY(check_job(rt, call, kMaxPes));

@@ -3,6 +3,9 @@
 //   before_a_loads   the producer thread, before the first TMA load of A for a tile: an
 //                    all-gather GEMM waits there until the tile's rows of A have arrived
 //                    (and fences the generic -> async proxy for them).
+//   input_map        the producer thread, per tile: which tensor map and which block
+//                    coordinate the rows of block `batch` of A are loaded from (an all-gather
+//                    GEMM reads its own block straight from the PE's shard).
 //   output_map       the epilogue's issuing thread: which tensor map and which block
 //                    coordinate receive the rows of block `batch` (a reduce-scatter GEMM
 //                    sends block p to PE p's copy of C).
@@ -30,6 +33,11 @@ constexpr uint32_t kProducerWarpsBarrier = 3;
 struct NoHooks {
   __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
   __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*cluster_row*/) {}
+  __device__ __forceinline__ const CUtensorMap* input_map(const CUtensorMap* a_map, int batch,
+                                                          int* batch_coord) {
+    *batch_coord = batch;
+    return a_map;
+  }
   __device__ __forceinline__ const CUtensorMap* output_map(const CUtensorMap* c_map, int batch,
                                                            int* batch_coord) {
     *batch_coord = batch;
