@@ -14,8 +14,9 @@
 //   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
 //   cublasLt only   cuBLASLt on the gathered A (every PE at once)
 //   nccl + cublas   ncclAllGather then cuBLASLt: only when the PEs are on distinct GPUs
-// The reduce-scatter section (C = sum_p A_p B_p^T, PE q keeping rows of block q): the fused
-// kernel in both modes; our GEMM of the local partial alone; unfused: our GEMM into a
+// The reduce-scatter section (C = sum_p A_p B_p^T with K_local columns of A per PE, PE q
+// keeping rows of block q): the fused kernel in both modes, and the fast mode with every PE
+// starting at owner 0 (all PEs add into one shard at a time); our GEMM of the local partial alone; unfused: our GEMM into a
 // symmetric partial, barrier, every PE sums its rows from every PE's partial (peer loads, PE
 // order), barrier; and, on distinct GPUs, cuBLASLt + ncclReduceScatter.
 #include <cuda_bf16.h>
@@ -61,7 +62,7 @@ using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
   } while (0)
 
 struct Shape {
-  int m, n, k;  // m: rows of the gathered A (all PEs)
+  int m, n, k;  // m: rows of the gathered A or of C (all PEs); reduce-scatter: k per PE
 };
 
 struct Variant {
@@ -114,7 +115,7 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::vector<Variant> variants;
-  std::vector<int> comm_counts = {0, 2, 4, 8, 16};
+  std::vector<int> comm_counts = {0, 1, 2, 4, 8, 16};
   std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
   for (size_t i = 0; i < comm_counts.size(); ++i) {
     tmashmem::fused::AllgatherGemmProblem fp{};
@@ -241,7 +242,7 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
                           const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
   using namespace tmashmem::fused;
   const int me = ctx.my_pe, n_pes = ctx.n_pes;
-  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k / n_pes;  // k: this PE's slice
+  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k;  // k: this PE's slice of K
   Bf16 *a, *b;
   BENCH_CUDA(cudaMalloc(&a, size_t(m) * k * 2));
   BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
@@ -263,9 +264,12 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ReduceScatterProblem p{m, s.n, k, a, k, b, k, c_shard, s.n, ws_fast};
-  static ReduceScatterPlan<ReduceScatterFastCfg, ReduceScatterMode::fast> fast;
+  static ReduceScatterPlan<ReduceScatterFastCfg, ReduceScatterMode::fast> fast, aligned;
   static ReduceScatterPlan<ReduceScatterDeterministicCfg, ReduceScatterMode::deterministic> det;
   const char* why = reduce_scatter_plan(c, p, &fast);
+  p.first_owner = 0;
+  if (!why) why = reduce_scatter_plan(c, p, &aligned);
+  p.first_owner = -1;
   p.workspace = ws_det;
   p.mode = ReduceScatterMode::deterministic;
   if (!why) why = reduce_scatter_plan(c, p, &det);
@@ -283,6 +287,9 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   const bool have_lt = lt.plan(m, s.n, k, k, k, s.n, false);
   std::vector<Variant> v;
   v.push_back({"fused fast", [&] { BENCH_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
+  v.push_back({"fast, one owner at once",
+               [&] { BENCH_CUDA(reduce_scatter_run(c, aligned, stream)); },
+               {}});
   v.push_back({"fused deterministic", [&] { BENCH_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
   v.push_back({"gemm only", [&] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
   v.push_back({"unfused",
@@ -321,8 +328,8 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   const double flop = 2.0 * double(m) * s.n * k * n_pes;
   if (me == 0) {
     std::printf(
-        "\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n", m,
-        s.n, k * n_pes, k, n_pes, ms);
+        "\nreduce-scatter %d x %d x %d (M x N x K_local; K %d in all), %d PEs, m_shard %d\n", m,
+        s.n, k, k * n_pes, n_pes, ms);
     std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
     double gemm_med = 0;
     for (Variant& x : v)
@@ -374,7 +381,8 @@ int main(int argc, char** argv) {
       {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
   for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
     bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
-  const std::vector<Shape> rs_shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}};
+  const std::vector<Shape> rs_shapes = {
+      {8192, 8192, 8192}, {8192, 8192, 3584}, {4096, 4096, 4096}, {512, 8192, 8192}};
   for (int i = 0; i < n_shapes && i < int(rs_shapes.size()); ++i)
     bench_reduce_scatter(rs_shapes[i], reps, ctx, distinct, nccl, comm);
   if (comm) nccl.comm_destroy(comm);

@@ -223,7 +223,8 @@ struct AllgatherHooks : gemm::NoHooks {
     return own ? own_map : a_map;
   }
 
-  __device__ __forceinline__ void before_a_loads(int batch, int cluster_row) {
+  __device__ __forceinline__ void before_a_loads(int batch, int /*row0*/, int cluster_row,
+                                                 int /*col*/) {
     if (batch == ctx->my_pe || cluster_row == last_row) return;
     last_row = cluster_row;
     fused_wait_ge(args->ws + words::kFlags + cluster_row, epoch, args->timeout_ns,

@@ -36,9 +36,14 @@ struct ReduceScatterProblem {
   ReduceScatterMode mode = ReduceScatterMode::fast;
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
+  // The owner whose rows the tile order starts at: -1 (the default) for the next PE, so that
+  // the others' tiles come first and this PE's own last, each PE at another owner at a time;
+  // the same owner on every PE makes all PEs add into one shard at a time.
+  int first_owner = -1;
 };
 
-/// 64-row half-tiles of one owner's shard (the deterministic mode's flags per source PE).
+/// 64-row half-tiles of one owner's shard (the deterministic mode has a flag per owner and
+/// half-tile).
 inline int reduce_scatter_halves(int m_shard, int n) {
   return (m_shard + 63) / 64 * ((n + 255) / 256);
 }
@@ -49,13 +54,13 @@ inline uint64_t reduce_scatter_staging_offset(int m_shard, int n, int n_pes) {
   return (fused_workspace_bytes(flags) + 1023) / 1024 * 1024;
 }
 
-/// Workspace bytes: the flags, and for the deterministic mode the staging [n_pes][m_shard][n]
-/// fp32 after them.
+/// Workspace bytes: the flags, and for the deterministic mode the staging [m_shard][n] fp32
+/// after them.
 inline uint64_t reduce_scatter_workspace_bytes(int m_shard, int n, int n_pes,
                                                ReduceScatterMode mode) {
   if (mode == ReduceScatterMode::fast) return fused_workspace_bytes(0);
   return reduce_scatter_staging_offset(m_shard, n, n_pes) +
-         static_cast<uint64_t>(n_pes) * m_shard * static_cast<uint64_t>(n) * 4;
+         static_cast<uint64_t>(m_shard) * static_cast<uint64_t>(n) * 4;
 }
 
 template <class Cfg, ReduceScatterMode Mode>
@@ -84,7 +89,7 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   float* staging = reinterpret_cast<float*>(reinterpret_cast<char*>(p.workspace) +
                                             reduce_scatter_staging_offset(ms, p.n, n_pes));
   // The GEMM over A cut into one block of m_shard rows per owner; C's map is replaced per
-  // owner below (the plan's own C map covers this PE's staging or shard, unused).
+  // owner below (the plan's own C map is unused).
   gemm::GemmProblem g{
       ms,
       p.n,
@@ -97,11 +102,13 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
       Mode == ReduceScatterMode::fast ? p.ldc : int64_t(p.n)};
   g.batches = n_pes;
   g.batch_stride_a = int64_t(ms) * p.lda;
-  g.batch_stride_c = Mode == ReduceScatterMode::fast ? 0 : int64_t(ms) * p.n;
   gemm::GemmPlan<Cfg> gp;
-  // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows.
-  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
-    return why;
+  if (p.first_owner < -1 || p.first_owner >= n_pes ||
+      (Mode == ReduceScatterMode::deterministic && p.first_owner != -1))
+    return "matmul_reduce_scatter: first_owner must be -1 or a PE, and -1 in the deterministic "
+           "mode (its order of additions follows the default tile order)";
+  const int first = p.first_owner >= 0 ? p.first_owner : (ctx.my_pe + 1) % n_pes;
+  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, first * ms)) return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
   for (int q = 0; q < n_pes; ++q) {
@@ -111,7 +118,7 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                 p.ldc, 1, int64_t(ms) * p.ldc)
                           : gemm::detail_launch::encode_output<Cfg>(
                                 &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n,
-                                n_pes, int64_t(ms) * p.n);
+                                1, int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
   const auto kernel = gemm_reduce_scatter_kernel<Cfg, Mode>;
