@@ -49,6 +49,27 @@ bool in_heap(const Runtime& rt, const void* p, size_t bytes) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// A symmetric operand `name`: [p, p + bytes) inside this PE's heap (`why`: what peers do with it).
+tmashmem_status_t check_symmetric(const Runtime& rt, const char* call, int me, const char* name,
+                                  const void* p, size_t bytes, const char* why) {
+  if (in_heap(rt, p, bytes)) return TMASHMEM_SUCCESS;
+  return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                   "%s: PE %d: %s [%p, +%zu bytes) is not inside the symmetric heap; allocate it "
+                   "with tmashmem_malloc (%s)",
+                   call, me, name, p, bytes, why);
+}
+
+// The workspace: `bytes`, 16-byte aligned inside this PE's heap; `sizing` names the call that
+// sizes it.
+tmashmem_status_t check_workspace(const Runtime& rt, const char* call, int me, const void* ws,
+                                  size_t bytes, const std::string& sizing) {
+  if (aligned16(ws) && in_heap(rt, ws, bytes)) return TMASHMEM_SUCCESS;
+  return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                   "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside the "
+                   "symmetric heap; allocate %s with tmashmem_calloc",
+                   call, me, ws, bytes, sizing.c_str());
+}
+
 // The fused kernels need every PE on this node and load/store reachable. Under the lock.
 tmashmem_status_t check_job(const Runtime& rt, const char* call, int max_pes) {
   const int me = rt.bootstrap->rank(), n_pes = rt.bootstrap->size();
@@ -138,30 +159,14 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
                        c_shard);
     const int64_t ms = m / n_pes;
     const size_t shard_bytes = static_cast<size_t>(((ms - 1) * ldc + n) * 2);
-    if (!in_heap(rt, c_shard, shard_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: c_shard [%p, +%zu bytes) is not inside the symmetric heap; "
-                       "allocate it with tmashmem_malloc (peers write into it)",
-                       call, me, c_shard, shard_bytes);
-    const size_t ws_bytes = rs_workspace_bytes(ms, n, n_pes, mode);
-    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
-                       "the symmetric heap; allocate tmashmem_matmul_reduce_scatter_workspace_"
-                       "bytes(%lld, %lld, %d) with tmashmem_calloc",
-                       call, me, workspace, ws_bytes, static_cast<long long>(m),
-                       static_cast<long long>(n), mode);
-    args.a = a;
-    args.b = b;
-    args.c_shard = c_shard;
-    args.workspace = workspace;
-    args.m = static_cast<int>(m);
-    args.n = static_cast<int>(n);
-    args.k = static_cast<int>(k);
-    args.lda = lda;
-    args.ldb = ldb;
-    args.ldc = ldc;
-    args.mode = mode;
+    TMASHMEM_TRY(
+        check_symmetric(rt, call, me, "c_shard", c_shard, shard_bytes, "peers write into it"));
+    TMASHMEM_TRY(check_workspace(
+        rt, call, me, workspace, rs_workspace_bytes(ms, n, n_pes, mode),
+        format_string("tmashmem_matmul_reduce_scatter_workspace_bytes(%lld, %lld, %d)",
+                      static_cast<long long>(m), static_cast<long long>(n), mode)));
+    args = MatmulReduceScatterCall{args.ctx, a,      b,   c_shard, workspace, int(m),
+                                   int(n),   int(k), lda, ldb,     ldc,       mode};
     ordinal = rt.device_ordinal;
   }
   return launch_fused(call, me, ordinal,
@@ -210,36 +215,21 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
                        "%s: PE %d: a_shard %p, b %p, c %p, a_gathered %p must be 16-byte aligned",
                        call, me, a_shard, b, c, a_gathered);
     const size_t shard_bytes = static_cast<size_t>(m_shard * k * 2);
-    if (!in_heap(rt, a_shard, shard_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: a_shard [%p, +%zu bytes) is not inside the symmetric heap; "
-                       "allocate the shard with tmashmem_malloc (peers read it)",
-                       call, me, a_shard, shard_bytes);
+    TMASHMEM_TRY(check_symmetric(rt, call, me, "a_shard", a_shard, shard_bytes, "peers read it"));
     // (The public size function takes the lock itself: compute it here.)
-    const size_t ws_bytes = workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr);
-    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
-                       "the symmetric heap; allocate tmashmem_allgather_matmul_workspace_bytes("
-                       "%lld, %lld, %d) with tmashmem_calloc",
-                       call, me, workspace, ws_bytes, static_cast<long long>(m_shard),
-                       static_cast<long long>(k), a_gathered == nullptr ? 1 : 0);
+    TMASHMEM_TRY(check_workspace(
+        rt, call, me, workspace, workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr),
+        format_string("tmashmem_allgather_matmul_workspace_bytes(%lld, %lld, %d)",
+                      static_cast<long long>(m_shard), static_cast<long long>(k),
+                      a_gathered == nullptr ? 1 : 0)));
     if (comm_sms < 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: PE %d: comm_sms %d; pass 0 for the default or a positive count", call,
                        me, comm_sms);
-    args.a_shard = a_shard;
-    args.b = b;
-    args.c = c;
-    args.a_gathered =
+    void* gathered =
         a_gathered ? a_gathered : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
-    args.workspace = workspace;
-    args.m_shard = static_cast<int>(m_shard);
-    args.n = static_cast<int>(n);
-    args.k = static_cast<int>(k);
-    args.ldb = ldb;
-    args.ldc = ldc;
-    args.comm_sms = comm_sms;
+    args = AllgatherMatmulCall{args.ctx,     a_shard, b,      c,   gathered, workspace,
+                               int(m_shard), int(n),  int(k), ldb, ldc,      comm_sms};
     ordinal = rt.device_ordinal;
   }
   return launch_fused(call, args.ctx.my_pe, ordinal,

@@ -94,14 +94,8 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
                                       CU_TENSOR_MAP_SWIZZLE_128B, 1, int64_t(p.m_shard) * p.k))
     return "allgather_matmul: cuTensorMapEncodeTiled failed for the shard's map";
   plan->c_map = gp.c_map;
-  const auto kernel = allgather_gemm_kernel<Cfg>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(gemm::gemm_smem_bytes<Cfg>())) != cudaSuccess)
-    return "allgather_matmul: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return "allgather_matmul: cannot read the multiprocessor count";
+  int sms = 0;
+  if (const char* why = gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms)) return why;
   const int usable = fused_sms_per_pe(ctx, sms);
   if (p.comm_ctas < 0) return "allgather_matmul: comm_ctas must be 0 or positive";
   const int comm = (p.comm_ctas + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
@@ -133,18 +127,8 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
 template <class Cfg>
 cudaError_t allgather_gemm_run(const tmashmem_ctx_t& ctx, const AllgatherGemmPlan<Cfg>& plan,
                                cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = Cfg::kClusterM;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = gemm::gemm_smem_bytes<Cfg>();
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = gemm::gemm_launch_config<Cfg>(plan.grid, stream, &attr);
   return cudaLaunchKernelEx(&cfg, allgather_gemm_kernel<Cfg>, ctx, plan.a_map, plan.own_map,
                             plan.b_map, plan.c_map, plan.args);
 }

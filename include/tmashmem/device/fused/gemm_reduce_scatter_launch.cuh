@@ -36,10 +36,6 @@ struct ReduceScatterProblem {
   ReduceScatterMode mode = ReduceScatterMode::fast;
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
-  // The owner whose rows the tile order starts at: -1 (the default) for the next PE, so that
-  // the others' tiles come first and this PE's own last, each PE at another owner at a time;
-  // the same owner on every PE makes all PEs add into one shard at a time.
-  int first_owner = -1;
 };
 
 /// 64-row half-tiles of one owner's shard (the deterministic mode has a flag per owner and
@@ -103,12 +99,10 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   g.batches = n_pes;
   g.batch_stride_a = int64_t(ms) * p.lda;
   gemm::GemmPlan<Cfg> gp;
-  if (p.first_owner < -1 || p.first_owner >= n_pes ||
-      (Mode == ReduceScatterMode::deterministic && p.first_owner != -1))
-    return "matmul_reduce_scatter: first_owner must be -1 or a PE, and -1 in the deterministic "
-           "mode (its order of additions follows the default tile order)";
-  const int first = p.first_owner >= 0 ? p.first_owner : (ctx.my_pe + 1) % n_pes;
-  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, first * ms)) return why;
+  // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows (the
+  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh).
+  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
+    return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
   for (int q = 0; q < n_pes; ++q) {
@@ -117,18 +111,13 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                 &plan->maps.map[q], tmashmem::ptr(ctx, p.c_shard, q), ms, p.n,
                                 p.ldc, 1, int64_t(ms) * p.ldc)
                           : gemm::detail_launch::encode_output<Cfg>(
-                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n,
-                                1, int64_t(ms) * p.n);
+                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n, 1,
+                                int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
-  const auto kernel = gemm_reduce_scatter_kernel<Cfg, Mode>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(gemm::gemm_smem_bytes<Cfg>())) != cudaSuccess)
-    return "matmul_reduce_scatter: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return "matmul_reduce_scatter: cannot read the multiprocessor count";
+  int sms = 0;
+  if (const char* why = gemm::gemm_kernel_setup<Cfg>(gemm_reduce_scatter_kernel<Cfg, Mode>, &sms))
+    return why;
   const int tiles = gp.args.cluster_rows * gp.args.tile_cols;
   ReduceScatterArgs& a = plan->args;
   a.gemm = gp.args;
@@ -145,11 +134,8 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
 template <class Cfg, ReduceScatterMode Mode>
 cudaError_t reduce_scatter_run(const tmashmem_ctx_t& ctx, const ReduceScatterPlan<Cfg, Mode>& plan,
                                cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = gemm::gemm_smem_bytes<Cfg>();
-  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  const cudaLaunchConfig_t cfg = gemm::gemm_launch_config<Cfg>(plan.grid, stream, &attr);
   return cudaLaunchKernelEx(&cfg, gemm_reduce_scatter_kernel<Cfg, Mode>, ctx, plan.a_map,
                             plan.b_map, plan.maps, plan.args);
 }
