@@ -13,8 +13,8 @@
 // once. Two kinds of copiers:
 //   comm_ctas == 0  the three warps of every GEMM CTA's producer warpgroup that the GEMM
 //                   leaves idle: a chunk is cut into pieces that all GEMM CTAs copy side by
-//                   side (16-byte loads and stores, four in flight per thread, the next piece
-//                   prefetched into L2), so the chunk the GEMM needs next is copied by the
+//                   side (16-byte loads and stores, four in flight per thread, the next four
+//                   pieces prefetched into L2), so the chunk the GEMM needs next is copied by the
 //                   whole grid; the CTA that copies a chunk's last piece flags it;
 //   comm_ctas > 0   CTAs 0 .. comm_ctas - 1, one thread each, whole chunks by bulk copies
 //                   through a shared-memory ring (chunk_copy.cuh); those SMs do no GEMM work.
@@ -127,6 +127,9 @@ __device__ __forceinline__ void allgather_piece_done(const Ctx& ctx, const Allga
     fused_publish(ctx, a.ws, words::kDone + ctx.my_pe, epoch, c.pe);
 }
 
+/// How many of a copier's pieces ahead of the one it copies are being prefetched into L2.
+constexpr int kAllgatherPrefetchDepth = 4;
+
 /// The copy loop of one copier: pieces first, first + stride, ... of the copy order. `Copier`:
 ///   leader()        the thread that waits, signals and prefetches;
 ///   sync()          all of the copier's threads (a barrier; nothing for one thread);
@@ -150,8 +153,12 @@ __device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGe
       copier.after_acquire();
       permitted |= uint64_t(1) << c.pe;
     }
-    if (copier.leader() && j + stride < pieces) {
-      const AllgatherPiece next = allgather_piece(ctx, a, j + stride);
+    // Keep this copier's next kAllgatherPrefetchDepth pieces on their way into L2 (of the
+    // PEs whose permit has been seen), so that the loads of each piece hit L2.
+    for (int d = j == first ? 1 : kAllgatherPrefetchDepth; d <= kAllgatherPrefetchDepth; ++d) {
+      const int next_j = j + d * stride;
+      if (!copier.leader() || next_j >= pieces) break;
+      const AllgatherPiece next = allgather_piece(ctx, a, next_j);
       if (next.bytes > 0 && ((permitted >> next.pe) & 1u))
         detail::bulk_prefetch_l2(next.src, next.bytes);
     }

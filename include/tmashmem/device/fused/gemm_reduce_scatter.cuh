@@ -29,9 +29,9 @@
 // (the previous call's conversions are done: this PE's staging may be written again); the
 // flag of an owner's half-tile counts the partials in: (e - 1) * n_pes + k + 1 once the k-th
 // (from 0) is complete. A half-tile's flag is raised when its stores are complete, which the
-// epilogue's thread checks at its next tile (the stores of one tile stay in flight behind the
-// next tile's MMAs), before it blocks on anything itself, and at its end. Every wait is
-// bounded.
+// epilogue's thread checks a few k-blocks into its next tile (mid_mainloop: the stores complete
+// behind those MMAs), at its next epilogue if the tile is shorter, before it blocks on anything
+// itself, and at its end. Every wait is bounded.
 //
 // Co-residency: as for the all-gather GEMM (allgather_gemm.cuh): the grid fits on the SMs
 // this PE may use at once.
@@ -63,9 +63,9 @@ struct ReduceScatterArgs {
   gemm::GemmArgs gemm;     // batches = n_pes, m = m_shard
   __nv_bfloat16* c_shard;  // this PE's [m_shard, N] (ldc), symmetric
   int64_t ldc;
-  float* staging;         // deterministic: this PE's staging [m_shard][N]
-  uint64_t* ws;           // symmetric signal workspace (sync.cuh), zeroed once
-  int halves_per_owner;   // deterministic: 64-row half-tiles of one shard
+  float* staging;        // deterministic: this PE's staging [m_shard][N]
+  uint64_t* ws;          // symmetric signal workspace (sync.cuh), zeroed once
+  int halves_per_owner;  // deterministic: 64-row half-tiles of one shard
   uint64_t timeout_ns;
 };
 
@@ -107,8 +107,8 @@ __device__ __forceinline__ void rs_round_half(const ReduceScatterArgs& a, int ro
     for (int i = 0; i < 4; ++i) {
       const int w = u + i * static_cast<int>(kThreads);
       if (w < units)
-        v[i] = __ldcg(reinterpret_cast<const float4*>(src + size_t(w / quads) * a.gemm.n) +
-                      w % quads);
+        v[i] =
+            __ldcg(reinterpret_cast<const float4*>(src + size_t(w / quads) * a.gemm.n) + w % quads);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -136,8 +136,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
   uint64_t epoch;
   int cta = 0;             // this CTA's index among the GEMM's (for the producer warps)
   uint64_t permitted = 0;  // bit q: owner q's permit seen (producer thread)
-  int pending_pe = -1;  // deterministic, epilogue thread: a half-tile not yet flagged, the PE
-  int pending_flag = 0;  // whose word it raises, and the value
+  int pending_pe = -1;     // deterministic, epilogue thread: a half-tile not yet flagged, the PE
+  int pending_flag = 0;    // whose word it raises, and the value
   uint64_t pending_value = 0;
 
   // The producer thread, before loading a tile of owner `batch`'s rows: the owner permits
@@ -202,8 +202,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
 
   __device__ __forceinline__ void after_tile(int /*wg*/, int batch, int row0, int col0) {
     if constexpr (kDeterministic) {
-      if (row0 >= args->gemm.m) return;  // a half-tile wholly past the shard: nothing stored
-      if (pending_pe >= 0) {
+      if (row0 >= args->gemm.m) return;      // a half-tile wholly past the shard: nothing stored
+      if (pending_pe >= 0) {                 // a tile too short for mid_mainloop
         bulk_wait_group<Cfg::kOutChunks>();  // all but this half-tile's stores complete
         publish_pending();
       }
@@ -213,6 +213,17 @@ struct ReduceScatterHooks : gemm::NoHooks {
       pending_value = (epoch - 1) * n_pes + k + 1;
     } else {
       (void)batch, (void)row0, (void)col0;
+    }
+  }
+
+  // The previous half-tile's stores have had gemm::kMidMainloopBlock k-blocks to complete: flag it
+  // now rather than one whole tile later (its successor may be waiting for it).
+  __device__ __forceinline__ void mid_mainloop(int /*wg*/) {
+    if constexpr (kDeterministic) {
+      if (pending_pe >= 0) {
+        bulk_wait_group<0>();
+        publish_pending();
+      }
     }
   }
 
@@ -238,8 +249,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
           if (row0 >= a.gemm.m) break;
           const int flag = rs_flag_index<Cfg>(a, ctx->my_pe, row0, col0);
           if (t == 0)
-            fused_wait_ge(a.ws + flag, complete, a.timeout_ns, "matmul_reduce_scatter",
-                          ctx->my_pe, "the last partial of own half-tile", flag - words::kFlags);
+            fused_wait_ge(a.ws + flag, complete, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
+                          "the last partial of own half-tile", flag - words::kFlags);
           detail::named_barrier_sync(gemm::kProducerWarpsBarrier, 96);  // after the acquire
           rs_round_half<Cfg>(a, row0, col0, t);
         }

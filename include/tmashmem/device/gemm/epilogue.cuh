@@ -52,10 +52,10 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
 /// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
 /// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). `Op`:
-/// store or add (Cfg's, unless a fused kernel does both). Uses named barrier 1 + wg. Thread 0 of the warpgroup issues the stores and owns their bulk
-/// async-groups: it waits for them at the next call and before the kernel ends. `slot`: the
-/// warpgroup's next chunk buffer (starts at 0; kept across tiles so that the buffers alternate also
-/// when a tile has an odd number of chunks).
+/// store or add (Cfg's, unless a fused kernel does both). Uses named barrier 1 + wg. Thread 0 of
+/// the warpgroup issues the stores and owns their bulk async-groups: it waits for them at the next
+/// call and before the kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept
+/// across tiles so that the buffers alternate also when a tile has an odd number of chunks).
 template <class Cfg, EpilogueOp Op = Cfg::kEpilogueOp>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,

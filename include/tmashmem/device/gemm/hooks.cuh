@@ -19,6 +19,10 @@
 //                    of a tile has been committed (a deterministic reduce-scatter signals the
 //                    owner there once the stores are complete).
 //   after_last_tile  the epilogue's issuing thread, once every store it issued is complete.
+//   mid_mainloop     the epilogue's issuing thread, during a tile's mainloop once
+//                    kMidMainloopBlock k-blocks of MMAs are issued (a tile with fewer has no
+//                    call): the previous tile's stores have had that time to complete, so a
+//                    fused kernel can signal them there, while the MMAs run.
 //   producer_warps   the producer warpgroup's warps 1 .. 3 (96 threads, kProducerRegs
 //                    registers each), which the GEMM leaves idle: an all-gather GEMM copies
 //                    chunks of A with them. `thread` is 0 .. 95; they may synchronise with
@@ -36,6 +40,9 @@ namespace tmashmem::gemm {
 
 /// The named barrier the producer warpgroup's idle warps may use (the consumers use 1, 2).
 constexpr uint32_t kProducerWarpsBarrier = 3;
+
+/// The k-block of a tile after which mainloop() calls mid_mainloop.
+constexpr int kMidMainloopBlock = 4;
 
 /// A consumer warpgroup's 64-row half of a tile: rows row0 .. row0 + 63 and columns col0 ..
 /// col0 + kBlockN - 1 of block `batch` of C.
@@ -67,6 +74,7 @@ struct NoHooks {
   __device__ __forceinline__ void after_tile(int /*wg*/, int /*batch*/, int /*row0*/,
                                              int /*col0*/) {}
   __device__ __forceinline__ void after_last_tile(int /*wg*/) {}
+  __device__ __forceinline__ void mid_mainloop(int /*wg*/) {}
 };
 
 }  // namespace tmashmem::gemm
