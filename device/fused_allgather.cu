@@ -33,17 +33,16 @@ CudaOutcome rejected(const char* why) {
 }
 
 CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
-  fused::AllgatherGemmProblem p{};
-  p.m_shard = c.m_shard;
-  p.n = c.n;
-  p.k = c.k;
-  p.a_shard = static_cast<const __nv_bfloat16*>(c.a_shard);
-  p.b = static_cast<const __nv_bfloat16*>(c.b);
-  p.ldb = c.ldb;
-  p.c = static_cast<__nv_bfloat16*>(c.c);
-  p.ldc = c.ldc;
-  p.a_gathered = static_cast<__nv_bfloat16*>(c.a_gathered);
-  p.workspace = static_cast<uint64_t*>(c.workspace);
+  fused::AllgatherGemmProblem p{c.m_shard,
+                                c.n,
+                                c.k,
+                                static_cast<const __nv_bfloat16*>(c.a_shard),
+                                static_cast<const __nv_bfloat16*>(c.b),
+                                c.ldb,
+                                static_cast<__nv_bfloat16*>(c.c),
+                                c.ldc,
+                                static_cast<__nv_bfloat16*>(c.a_gathered),
+                                static_cast<uint64_t*>(c.workspace)};
   p.comm_ctas = c.comm_sms;
   fused::AllgatherGemmPlan<AllgatherCfg> plan;
   if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) return rejected(why);
@@ -52,7 +51,12 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
 
 namespace {
 
-const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter};
+uint64_t allgather_signal_bytes(int64_t m_shard, int n_pes) {
+  return fused::allgather_gemm_workspace_bytes(m_shard, n_pes);
+}
+
+const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter, allgather_signal_bytes,
+                             reduce_scatter_bytes};
 
 struct Registration {
   Registration() { register_fused_kernels(&kFused); }

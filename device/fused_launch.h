@@ -14,5 +14,6 @@ CudaOutcome outcome(cudaError_t error);
 CudaOutcome rejected(const char* why);
 CudaOutcome allgather_matmul(const AllgatherMatmulCall& call, CUstream stream);
 CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& call, CUstream stream);
+uint64_t reduce_scatter_bytes(int64_t m_shard, int64_t n, int n_pes, int mode);
 
 }  // namespace tmashmem::device_fused

@@ -15,17 +15,11 @@ namespace {
 
 template <class Cfg, fused::ReduceScatterMode Mode>
 CudaOutcome plan_and_run(const MatmulReduceScatterCall& c, CUstream stream) {
-  fused::ReduceScatterProblem p{};
-  p.m = c.m;
-  p.n = c.n;
-  p.k = c.k;
-  p.a = static_cast<const __nv_bfloat16*>(c.a);
-  p.lda = c.lda;
-  p.b = static_cast<const __nv_bfloat16*>(c.b);
-  p.ldb = c.ldb;
-  p.c_shard = static_cast<__nv_bfloat16*>(c.c_shard);
-  p.ldc = c.ldc;
-  p.workspace = static_cast<uint64_t*>(c.workspace);
+  fused::ReduceScatterProblem p{c.m,   c.n,
+                                c.k,   static_cast<const __nv_bfloat16*>(c.a),
+                                c.lda, static_cast<const __nv_bfloat16*>(c.b),
+                                c.ldb, static_cast<__nv_bfloat16*>(c.c_shard),
+                                c.ldc, static_cast<uint64_t*>(c.workspace)};
   p.mode = Mode;
   fused::ReduceScatterPlan<Cfg, Mode> plan;
   if (const char* why = fused::reduce_scatter_plan(c.ctx, p, &plan)) return rejected(why);
@@ -33,6 +27,13 @@ CudaOutcome plan_and_run(const MatmulReduceScatterCall& c, CUstream stream) {
 }
 
 }  // namespace
+
+uint64_t reduce_scatter_bytes(int64_t m_shard, int64_t n, int n_pes, int mode) {
+  return fused::reduce_scatter_workspace_bytes(
+      static_cast<int>(m_shard), static_cast<int>(n), n_pes,
+      mode == TMASHMEM_REDUCE_SCATTER_DETERMINISTIC ? fused::ReduceScatterMode::deterministic
+                                                    : fused::ReduceScatterMode::fast);
+}
 
 CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& c, CUstream stream) {
   if (c.mode == TMASHMEM_REDUCE_SCATTER_DETERMINISTIC)

@@ -19,21 +19,23 @@ namespace tmashmem {
 namespace {
 
 const FusedKernels* g_fused = nullptr;
-
-// Mirrors include/tmashmem/device/fused/sync.cuh: 256 words of header, then one flag per
-// 128-row chunk of the gathered A; the gathered A (if in the workspace) starts at the next
-// 1024-byte boundary.
-constexpr uint64_t kHeaderWords = 256;
 constexpr int kMaxPes = 64;
 
-uint64_t flag_bytes(int64_t m_shard, int n_pes) {
-  return (kHeaderWords + static_cast<uint64_t>((m_shard + 127) / 128) * n_pes) * 8;
+// The workspace layouts come from the device library: without it nothing can run.
+tmashmem_status_t require_kernels(const char* call) {
+  if (g_fused == nullptr || stream_kernels() == nullptr)
+    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: %s", call, kNoKernelsMessage);
+  return TMASHMEM_SUCCESS;
 }
+
+// The all-gather's workspace: the kernels' signal words, then (when kept there) the gathered
+// A from the next 1024-byte boundary. 0 without the device library.
 uint64_t gathered_offset(int64_t m_shard, int n_pes) {
-  return (flag_bytes(m_shard, n_pes) + 1023) / 1024 * 1024;
+  return g_fused ? (g_fused->allgather_signal_bytes(m_shard, n_pes) + 1023) / 1024 * 1024 : 0;
 }
 uint64_t workspace_bytes(int64_t m_shard, int64_t k, int n_pes, bool gathered_in_workspace) {
-  if (!gathered_in_workspace) return flag_bytes(m_shard, n_pes);
+  if (g_fused == nullptr) return 0;
+  if (!gathered_in_workspace) return g_fused->allgather_signal_bytes(m_shard, n_pes);
   return gathered_offset(m_shard, n_pes) +
          static_cast<uint64_t>(m_shard) * n_pes * static_cast<uint64_t>(k) * 2;
 }
@@ -46,6 +48,27 @@ bool in_heap(const Runtime& rt, const void* p, size_t bytes) {
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// A symmetric operand `name`: [p, p + bytes) inside this PE's heap (`why`: what peers do with it).
+tmashmem_status_t check_symmetric(const Runtime& rt, const char* call, int me, const char* name,
+                                  const void* p, size_t bytes, const char* why) {
+  if (in_heap(rt, p, bytes)) return TMASHMEM_SUCCESS;
+  return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                   "%s: PE %d: %s [%p, +%zu bytes) is not inside the symmetric heap; allocate it "
+                   "with tmashmem_malloc (%s)",
+                   call, me, name, p, bytes, why);
+}
+
+// The workspace: `bytes`, 16-byte aligned inside this PE's heap; `sizing` names the call that
+// sizes it.
+tmashmem_status_t check_workspace(const Runtime& rt, const char* call, int me, const void* ws,
+                                  size_t bytes, const std::string& sizing) {
+  if (aligned16(ws) && in_heap(rt, ws, bytes)) return TMASHMEM_SUCCESS;
+  return set_error(TMASHMEM_ERROR_INVALID_VALUE,
+                   "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside the "
+                   "symmetric heap; allocate %s with tmashmem_calloc",
+                   call, me, ws, bytes, sizing.c_str());
+}
 
 // The fused kernels need every PE on this node and load/store reachable. Under the lock.
 tmashmem_status_t check_job(const Runtime& rt, const char* call, int max_pes) {
@@ -71,9 +94,8 @@ tmashmem_status_t check_job(const Runtime& rt, const char* call, int max_pes) {
 // current. A planner rejection (code -1) is INVALID_VALUE with the planner's sentence.
 template <class Launch>
 tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch launch) {
+  TMASHMEM_TRY(require_kernels(call));
   const StreamKernels* device = stream_kernels();
-  if (g_fused == nullptr || device == nullptr)
-    return set_error(TMASHMEM_ERROR_NOT_SUPPORTED, "%s: %s", call, kNoKernelsMessage);
   int previous = -1;
   const CudaOutcome entered = device->enter_device(ordinal, &previous);
   if (entered.code != 0)
@@ -88,12 +110,8 @@ tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch lau
   return TMASHMEM_SUCCESS;
 }
 
-// Mirrors include/tmashmem/device/fused/gemm_reduce_scatter_launch.cuh.
 uint64_t rs_workspace_bytes(int64_t m_shard, int64_t n, int n_pes, int mode) {
-  if (mode == TMASHMEM_REDUCE_SCATTER_FAST) return kHeaderWords * 8;
-  const uint64_t halves = static_cast<uint64_t>((m_shard + 63) / 64) * ((n + 255) / 256);
-  const uint64_t offset = ((kHeaderWords + halves * n_pes) * 8 + 1023) / 1024 * 1024;
-  return offset + static_cast<uint64_t>(n_pes) * m_shard * static_cast<uint64_t>(n) * 4;
+  return g_fused ? g_fused->reduce_scatter_bytes(m_shard, n, n_pes, mode) : 0;
 }
 
 tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_shard, int64_t m,
@@ -106,6 +124,7 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(require_kernels(call));
     me = rt.bootstrap->rank();
     const int n_pes = rt.bootstrap->size();
     TMASHMEM_TRY(check_job(rt, call, 8));
@@ -140,30 +159,14 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
                        c_shard);
     const int64_t ms = m / n_pes;
     const size_t shard_bytes = static_cast<size_t>(((ms - 1) * ldc + n) * 2);
-    if (!in_heap(rt, c_shard, shard_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: c_shard [%p, +%zu bytes) is not inside the symmetric heap; "
-                       "allocate it with tmashmem_malloc (peers write into it)",
-                       call, me, c_shard, shard_bytes);
-    const size_t ws_bytes = rs_workspace_bytes(ms, n, n_pes, mode);
-    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
-                       "the symmetric heap; allocate tmashmem_matmul_reduce_scatter_workspace_"
-                       "bytes(%lld, %lld, %d) with tmashmem_calloc",
-                       call, me, workspace, ws_bytes, static_cast<long long>(m),
-                       static_cast<long long>(n), mode);
-    args.a = a;
-    args.b = b;
-    args.c_shard = c_shard;
-    args.workspace = workspace;
-    args.m = static_cast<int>(m);
-    args.n = static_cast<int>(n);
-    args.k = static_cast<int>(k);
-    args.lda = lda;
-    args.ldb = ldb;
-    args.ldc = ldc;
-    args.mode = mode;
+    TMASHMEM_TRY(
+        check_symmetric(rt, call, me, "c_shard", c_shard, shard_bytes, "peers write into it"));
+    TMASHMEM_TRY(check_workspace(
+        rt, call, me, workspace, rs_workspace_bytes(ms, n, n_pes, mode),
+        format_string("tmashmem_matmul_reduce_scatter_workspace_bytes(%lld, %lld, %d)",
+                      static_cast<long long>(m), static_cast<long long>(n), mode)));
+    args = MatmulReduceScatterCall{args.ctx, a,      b,   c_shard, workspace, int(m),
+                                   int(n),   int(k), lda, ldb,     ldc,       mode};
     ordinal = rt.device_ordinal;
   }
   return launch_fused(call, me, ordinal,
@@ -180,6 +183,7 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(require_initialized(call));
+    TMASHMEM_TRY(require_kernels(call));
     const int me = rt.bootstrap->rank(), n_pes = rt.bootstrap->size();
     fill_device_ctx(rt, &args.ctx);
     TMASHMEM_TRY(check_job(rt, call, kMaxPes));
@@ -211,36 +215,21 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
                        "%s: PE %d: a_shard %p, b %p, c %p, a_gathered %p must be 16-byte aligned",
                        call, me, a_shard, b, c, a_gathered);
     const size_t shard_bytes = static_cast<size_t>(m_shard * k * 2);
-    if (!in_heap(rt, a_shard, shard_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: a_shard [%p, +%zu bytes) is not inside the symmetric heap; "
-                       "allocate the shard with tmashmem_malloc (peers read it)",
-                       call, me, a_shard, shard_bytes);
+    TMASHMEM_TRY(check_symmetric(rt, call, me, "a_shard", a_shard, shard_bytes, "peers read it"));
     // (The public size function takes the lock itself: compute it here.)
-    const size_t ws_bytes = workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr);
-    if (!aligned16(workspace) || !in_heap(rt, workspace, ws_bytes))
-      return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside "
-                       "the symmetric heap; allocate tmashmem_allgather_matmul_workspace_bytes("
-                       "%lld, %lld, %d) with tmashmem_calloc",
-                       call, me, workspace, ws_bytes, static_cast<long long>(m_shard),
-                       static_cast<long long>(k), a_gathered == nullptr ? 1 : 0);
+    TMASHMEM_TRY(check_workspace(
+        rt, call, me, workspace, workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr),
+        format_string("tmashmem_allgather_matmul_workspace_bytes(%lld, %lld, %d)",
+                      static_cast<long long>(m_shard), static_cast<long long>(k),
+                      a_gathered == nullptr ? 1 : 0)));
     if (comm_sms < 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: PE %d: comm_sms %d; pass 0 for the default or a positive count", call,
                        me, comm_sms);
-    args.a_shard = a_shard;
-    args.b = b;
-    args.c = c;
-    args.a_gathered =
+    void* gathered =
         a_gathered ? a_gathered : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
-    args.workspace = workspace;
-    args.m_shard = static_cast<int>(m_shard);
-    args.n = static_cast<int>(n);
-    args.k = static_cast<int>(k);
-    args.ldb = ldb;
-    args.ldc = ldc;
-    args.comm_sms = comm_sms;
+    args = AllgatherMatmulCall{args.ctx,     a_shard, b,      c,   gathered, workspace,
+                               int(m_shard), int(n),  int(k), ldb, ldc,      comm_sms};
     ordinal = rt.device_ordinal;
   }
   return launch_fused(call, args.ctx.my_pe, ordinal,

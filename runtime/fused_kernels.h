@@ -42,6 +42,11 @@ struct FusedKernels {
   CudaOutcome (*allgather_matmul)(const AllgatherMatmulCall& call, CUstream stream);
   // The same for the GEMM + reduce-scatter.
   CudaOutcome (*matmul_reduce_scatter)(const MatmulReduceScatterCall& call, CUstream stream);
+  // Workspace bytes, from the kernels' own layout (tmashmem/device/fused/*_launch.cuh): the
+  // all-gather's signal words (the gathered A, when kept in the workspace, follows at the
+  // next 1024-byte boundary), and the whole reduce-scatter workspace of `mode`.
+  uint64_t (*allgather_signal_bytes)(int64_t m_shard, int n_pes);
+  uint64_t (*reduce_scatter_bytes)(int64_t m_shard, int64_t n, int n_pes, int mode);
 };
 
 // Called once by device/fused_allgather.cu; `kernels` must outlive the process.

@@ -3,8 +3,9 @@
 //
 // Every PE holds a shard A_p [m_shard, K] of A in the symmetric heap and its own B [N, K].
 // The result on every PE is C = all_gather(A) * B^T, [n_pes * m_shard, N]. Three ways:
-//   fused    tmashmem::fused::allgather_gemm_run: a few CTAs pull the peers' shards chunk by
-//            chunk while the other CTAs multiply, each GEMM tile waiting only for its rows;
+//   fused    tmashmem::fused::allgather_gemm_run: the GEMM starts on the PE's own rows while
+//            the GEMM CTAs' idle producer warps pull the peers' shards chunk by chunk, each
+//            GEMM tile waiting only for its rows;
 //   unfused  tmashmem_getmem_on_stream from every PE into the gathered A, then the GEMM;
 //   GEMM     the GEMM alone on an already gathered A (no communication).
 // The fused C and gathered A must equal the unfused ones bit for bit (the same GEMM engine
@@ -27,79 +28,25 @@
 #include <random>
 #include <vector>
 
+#include "fused_example.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 #include "tmashmem/tmashmem.h"
 
 namespace {
 
+using fused_example::median_ms;
+using fused_example::random_matrix;
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;  // 128 x 256 tiles, 4 stages
-
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-#define CHECK_TM(call)                                                                        \
-  do {                                                                                        \
-    if ((call) != TMASHMEM_SUCCESS) {                                                         \
-      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-// Random bf16 in [-1, 1): PE `pe`'s shard or B, the same on every PE for the same seed.
-std::vector<Bf16> random_matrix(size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<Bf16> v(count);
-  for (Bf16& x : v) x = __float2bfloat16(u(rng));
-  return v;
-}
-
-// Median of `reps` timed runs of `op`, every PE starting together (a host barrier first).
-template <class Op>
-float median_ms(cudaStream_t stream, int reps, Op op) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int i = 0; i < reps + 3; ++i) {  // 3 warm-up runs
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_TM(tmashmem_barrier_all());
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    op();
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
-    if (i >= 3) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms[ms.size() / 2];
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("allgather_gemm: no CUDA device\n");
-    MPI_Finalize();
-    return 2;
-  }
-  const int m_shard = argc > 3 ? std::atoi(argv[1]) : 4096;
-  const int n = argc > 3 ? std::atoi(argv[2]) : 3584;
-  const int k = argc > 3 ? std::atoi(argv[3]) : 8192;
-  CHECK_TM(tmashmem_init());
-  CHECK_CUDA(cudaSetDevice(tmashmem_device()));
+  if (!fused_example::start(&argc, &argv, "allgather_gemm")) return 2;
+  int64_t dims[3];
+  fused_example::shape_args(argc, argv, dims, 4096, 3584, 8192);
+  const int m_shard = int(dims[0]), n = int(dims[1]), k = int(dims[2]);
   const int me = tmashmem_my_pe(), n_pes = tmashmem_n_pes();
   const int64_t m = int64_t(m_shard) * n_pes;
 

@@ -5,9 +5,10 @@
 // result C = sum over PEs of A_p * B_p^T is scattered by rows: PE q keeps rows
 // q * M/P .. (q + 1) * M/P - 1 in its c_shard (symmetric). Both modes run: FAST (each tile
 // added straight into its owner's shard; the order of the additions varies) and
-// DETERMINISTIC (fp32 partials summed by the owner in PE order; bit-identical across runs,
-// checked by running it twice). A sample of the shard is checked against a double-precision
-// host reference. PE 0 prints the times (median of 20, every PE at once).
+// DETERMINISTIC (fp32 partials added into the owner's staging in a fixed order and rounded
+// once; bit-identical across runs, checked by running it twice). A sample of the shard is checked
+// against a double-precision host reference. PE 0 prints the times (median of 20, every PE at
+// once).
 //
 // Run:   mpirun -np 2 ./gemm_reduce_scatter [M N K_per_PE]   (PEs may share a GPU: MPS)
 // Prints "gemm_reduce_scatter: N PEs, ... OK" or what went wrong; exits 2 without a GPU.
@@ -24,51 +25,22 @@
 #include <random>
 #include <vector>
 
+#include "fused_example.h"
 #include "tmashmem/tmashmem.h"
 
 namespace {
 
+using fused_example::median_ms;
+using fused_example::random_matrix;
 using Bf16 = __nv_bfloat16;
-
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-#define CHECK_TM(call)                                                                        \
-  do {                                                                                        \
-    if ((call) != TMASHMEM_SUCCESS) {                                                         \
-      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-std::vector<Bf16> random_matrix(size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<Bf16> v(count);
-  for (Bf16& x : v) x = __float2bfloat16(u(rng));
-  return v;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("gemm_reduce_scatter: no CUDA device\n");
-    MPI_Finalize();
-    return 2;
-  }
-  const int64_t m = argc > 3 ? std::atoll(argv[1]) : 8192;
-  const int64_t n = argc > 3 ? std::atoll(argv[2]) : 8192;
-  const int64_t k = argc > 3 ? std::atoll(argv[3]) : 4096;
-  CHECK_TM(tmashmem_init());
-  CHECK_CUDA(cudaSetDevice(tmashmem_device()));
+  if (!fused_example::start(&argc, &argv, "gemm_reduce_scatter")) return 2;
+  int64_t dims[3];
+  fused_example::shape_args(argc, argv, dims, 8192, 8192, 4096);
+  const int64_t m = dims[0], n = dims[1], k = dims[2];
   const int me = tmashmem_my_pe(), n_pes = tmashmem_n_pes();
   const int64_t ms = m / n_pes;
 
@@ -133,26 +105,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 
   float ms_mode[2];
-  for (int i = 0; i < 2; ++i) {
-    cudaEvent_t e0, e1;
-    CHECK_CUDA(cudaEventCreate(&e0));
-    CHECK_CUDA(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int rep = 0; rep < 23; ++rep) {
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      CHECK_TM(tmashmem_barrier_all());
-      CHECK_CUDA(cudaEventRecord(e0, stream));
-      run(i);
-      CHECK_CUDA(cudaEventRecord(e1, stream));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float x = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&x, e0, e1));
-      if (rep >= 3) t.push_back(x);
-    }
-    std::sort(t.begin(), t.end());
-    ms_mode[i] = t[t.size() / 2];
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
-  }
+  for (int i = 0; i < 2; ++i) ms_mode[i] = median_ms(stream, 20, [&] { run(i); });
   if (me == 0) {
     const double flop = 2.0 * double(m) * n * k * n_pes;
     std::printf("gemm_reduce_scatter: C [%lld x %lld] = sum of %d products of K %lld each\n",

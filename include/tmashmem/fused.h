@@ -6,11 +6,11 @@
  *
  *     C [n_pes * m_shard, n] = all_gather(A) * B^T     (rows p * m_shard .. : A_p * B^T)
  *
- * One kernel both gathers and multiplies: copiers (the GEMM CTAs' idle producer warps, or a
- * few dedicated CTAs) pull the peers' shards chunk by chunk (own shard first) into the
- * gathered buffer and flag each chunk; the GEMM's producer
- * waits for a chunk's flag before it loads those rows, and the GEMM's tile order starts at
- * this PE's own rows. Every remote row crosses the link once. The gathered A is kept (in
+ * One kernel both gathers and multiplies: the GEMM starts on this PE's own rows (read from
+ * the shard itself) while copiers (the GEMM CTAs' idle producer warps, or a few dedicated
+ * CTAs) pull the peers' shards chunk by chunk, in the order the GEMM needs them, into the
+ * gathered buffer and flag each chunk; the GEMM's producer waits for a chunk's flag before
+ * it loads those rows. Every remote row crosses the link once. The gathered A is kept (in
  * `a_gathered`, or inside the workspace when a_gathered is NULL).
  *
  * COLLECTIVE in stream order: every PE makes the same sequence of these calls with the same
@@ -70,10 +70,11 @@ tmashmem_status_t tmashmem_allgather_matmul_on_stream(const void* a_shard, const
  *   FAST           each finished tile is added straight into its owner's c_shard by a TMA
  *                  reduce-add (bf16): the order of the additions varies from run to run, so
  *                  the result may differ in the last bits between runs.
- *   DETERMINISTIC  each PE stores its fp32 partial tile into a staging slot of the owner (in
- *                  the owner's workspace) and flags it; the owner sums the partials in PE
- *                  order in fp32 and rounds once: bit-identical across runs. Needs
- *                  n_pes * m/n_pes * n * 4 more workspace bytes.
+ *   DETERMINISTIC  the PEs' fp32 partial tiles go into a staging tile of the owner (in the
+ *                  owner's workspace) one after another in a fixed order (the first stores,
+ *                  each next one adds after its predecessor's signal), and the owner rounds
+ *                  the fp32 sum once to bf16: bit-identical across runs. Needs
+ *                  m/n_pes * n * 4 more workspace bytes.
  *
  * COLLECTIVE in stream order, like tmashmem_allgather_matmul_on_stream (same rules: same
  * shapes, same workspace, bounded GPU waits, graph capture). When the stream reaches its next

@@ -1,29 +1,70 @@
-// Helpers of the fused-call tests (test_fused.cu): device buffers with guard regions, the
-// reference operands regenerated from per-PE seeds, exact comparison of the gathered A.
+// Helpers of the fused-call tests (test_fused.cu, test_reduce_scatter.cu): guard regions,
+// graph capture of one call, the reference operands regenerated from per-PE seeds, exact
+// comparison of the gathered A.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "gemm_reference.cuh"
+#include "gpu_test_util.cuh"
 
 namespace fused_test {
 
 using Bf16 = __nv_bfloat16;
 
-template <class T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  explicit DeviceBuffer(size_t count) {
-    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess) p = nullptr;
+using gemm_ref::DeviceBuffer;
+
+// Guard elements before and after each checked destination, and the value they hold.
+constexpr int64_t kGuard = 4096;
+constexpr uint16_t kSentinel = 0x5A5A;
+
+// Captures one `call()` (a tmashmem on-stream call, returning its status) on `stream` into a
+// graph and instantiates it into *exec. Returns false (after the check macros printed why) on
+// any failure.
+template <class Call>
+bool capture(cudaStream_t stream, Call call, cudaGraphExec_t* exec) {
+  cudaGraph_t g;
+  bool ok = GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  ok &= GPU_TEST_TM(call());
+  ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &g));
+  ok = ok && GPU_TEST_CUDA(cudaGraphInstantiate(exec, g, 0));
+  if (ok) cudaGraphDestroy(g);
+  return ok;
+}
+
+// One call in stream order: the captured graph if there is one, else `call()` itself.
+template <class Call>
+bool launch(cudaGraphExec_t exec, cudaStream_t stream, Call call) {
+  return exec ? GPU_TEST_CUDA(cudaGraphLaunch(exec, stream)) : GPU_TEST_TM(call());
+}
+
+// The end of a run, on every PE (collective: frees symmetric memory): the graph, the stream,
+// a barrier, then the workspace and the run's symmetric operand.
+inline bool end_run(cudaGraphExec_t exec, cudaStream_t stream, void* ws, void* symmetric) {
+  if (exec) cudaGraphExecDestroy(exec);
+  cudaStreamDestroy(stream);
+  const bool ok = gpu_test::sync_and_barrier();
+  tmashmem_free(ws);
+  tmashmem_free(symmetric);
+  return ok;
+}
+
+// Sums one round's comparison counts of C into the run's totals.
+struct CheckTotals {
+  unsigned long long wrong = 0, guards = 0;
+  float worst = 0;  // largest |err| / tolerance
+  void add(const gemm_ref::CheckCounts& c) {
+    wrong += c.wrong;
+    guards += c.guards;
+    float ratio;
+    std::memcpy(&ratio, &c.max_ratio, 4);
+    worst = std::fmax(worst, ratio);
   }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
 // m[r * ld + c] = uniform bf16 in [-1, 1) from `seed`, on `stream`.

@@ -32,8 +32,8 @@ struct AgShape {
   bool in_workspace = false;  // gather into the workspace (a_gathered NULL)
 };
 
-constexpr int64_t kGuard = 4096;  // elements before and after C and the gathered A
-constexpr uint16_t kSentinel = 0x5A5A;
+using fused_test::kGuard;  // elements before and after C and the gathered A
+using fused_test::kSentinel;
 
 struct RoundCounts {
   gemm_ref::CheckCounts c;
@@ -84,14 +84,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
                                                ldb, ldc, ws, sh.comm, stream);
   };
   cudaGraphExec_t exec = nullptr;
-  if (graph && ok) {
-    cudaGraph_t g;
-    ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    ok &= GPU_TEST_TM(call());
-    ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &g));
-    ok &= ok && GPU_TEST_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    if (ok) cudaGraphDestroy(g);
-  }
+  if (graph && ok) ok &= fused_test::capture(stream, call, &exec);
   const float eps = 1.0f / 256.0f;
   const float tol_abs = std::sqrt(float(sh.k)) * eps;
   for (int r = 0; r < rounds && ok; ++r) {
@@ -100,10 +93,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
         fused_test::fill(a_shard, ms, sh.k, sh.k, gpu_test::seed_for(10, me, round), stream));
     ok &= GPU_TEST_CUDA(
         fused_test::fill(b.p, sh.n, sh.k, ldb, gpu_test::seed_for(11, me, round), stream));
-    if (graph)
-      ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
-    else
-      ok &= GPU_TEST_TM(call());
+    ok &= fused_test::launch(exec, stream, call);
     for (int p = 0; p < n_pes; ++p)
       ok &= GPU_TEST_CUDA(fused_test::fill(ref_a.p + size_t(p) * ms * sh.k, ms, sh.k, sh.k,
                                            gpu_test::seed_for(10, p, round), stream));
@@ -127,17 +117,15 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   std::vector<RoundCounts> h(rounds);
   ok &= GPU_TEST_CUDA(
       cudaMemcpy(h.data(), counts.p, sizeof(RoundCounts) * rounds, cudaMemcpyDeviceToHost));
-  unsigned long long wrong = 0, guards = 0, g_wrong = 0, g_guard = 0;
-  float worst = 0;
+  fused_test::CheckTotals c_totals;
+  unsigned long long g_wrong = 0, g_guard = 0;
   for (const RoundCounts& rc : h) {
-    wrong += rc.c.wrong;
-    guards += rc.c.guards;
+    c_totals.add(rc.c);
     g_wrong += rc.gathered_wrong;
     g_guard += rc.gathered_guard;
-    float ratio;
-    std::memcpy(&ratio, &rc.c.max_ratio, 4);
-    worst = std::fmax(worst, ratio);
   }
+  const unsigned long long wrong = c_totals.wrong, guards = c_totals.guards;
+  const float worst = c_totals.worst;
   const bool pass = ok && wrong == 0 && guards == 0 && g_wrong == 0 && g_guard == 0;
   if (me == 0 || !pass)
     std::printf(
@@ -146,11 +134,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
         me, n_pes, sh.m_shard, sh.n, sh.k, (long long)ldb, (long long)ldc, sh.comm,
         sh.in_workspace ? "ws " : "", graph ? "graph" : "calls", rounds, pass ? "ok" : "FAILED",
         wrong, guards, g_wrong, g_guard, worst);
-  if (exec) cudaGraphExecDestroy(exec);
-  cudaStreamDestroy(stream);
-  ok &= gpu_test::sync_and_barrier();
-  tmashmem_free(ws);
-  tmashmem_free(a_shard);
+  ok &= fused_test::end_run(exec, stream, ws, a_shard);
   return pass && ok;
 }
 

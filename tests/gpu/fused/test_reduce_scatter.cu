@@ -31,8 +31,8 @@ struct RsShape {
   int pad_a = 0, pad_c = 0;  // lda = ldb = k + pad_a, ldc = n + pad_c
 };
 
-constexpr int64_t kGuard = 4096;
-constexpr uint16_t kSentinel = 0x5A5A;
+using fused_test::kGuard;
+using fused_test::kSentinel;
 
 // `rounds` calls back to back (graph: one captured call replayed), new data every round
 // unless `same_data`; with `same_data` every round's shard must equal the first bit for bit.
@@ -79,14 +79,7 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
                                                     ws, mode, stream);
   };
   cudaGraphExec_t exec = nullptr;
-  if (graph && ok) {
-    cudaGraph_t g;
-    ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    ok &= GPU_TEST_TM(call());
-    ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &g));
-    ok &= ok && GPU_TEST_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    if (ok) cudaGraphDestroy(g);
-  }
+  if (graph && ok) ok &= fused_test::capture(stream, call, &exec);
   const float eps = 1.0f / 256.0f;
   const bool fast = mode == TMASHMEM_REDUCE_SCATTER_FAST;
   const float tol_abs = std::sqrt(float(k_total)) * eps * (fast ? 2.0f : 1.0f);
@@ -97,10 +90,7 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
         fused_test::fill(a.p, m, sh.k, lda, gpu_test::seed_for(20, me, round), stream));
     ok &= GPU_TEST_CUDA(
         fused_test::fill(b.p, sh.n, sh.k, lda, gpu_test::seed_for(21, me, round), stream));
-    if (graph)
-      ok &= GPU_TEST_CUDA(cudaGraphLaunch(exec, stream));
-    else
-      ok &= GPU_TEST_TM(call());
+    ok &= fused_test::launch(exec, stream, call);
     for (int p = 0; p < n_pes; ++p) {  // the whole problem: blocks of K side by side
       ok &= GPU_TEST_CUDA(fused_test::fill(a_full.p + size_t(p) * sh.k, m, sh.k, k_total,
                                            gpu_test::seed_for(20, p, round), stream));
@@ -128,15 +118,10 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
   ok &= GPU_TEST_CUDA(cudaMemcpy(h.data(), counts.p, sizeof(gemm_ref::CheckCounts) * rounds,
                                  cudaMemcpyDeviceToHost));
   ok &= GPU_TEST_CUDA(cudaMemcpy(&diff, repeat_diff.p, 8, cudaMemcpyDeviceToHost));
-  unsigned long long wrong = 0, guards = 0;
-  float worst = 0;
-  for (const auto& c : h) {
-    wrong += c.wrong;
-    guards += c.guards;
-    float ratio;
-    std::memcpy(&ratio, &c.max_ratio, 4);
-    worst = std::fmax(worst, ratio);
-  }
+  fused_test::CheckTotals totals;
+  for (const auto& c : h) totals.add(c);
+  const unsigned long long wrong = totals.wrong, guards = totals.guards;
+  const float worst = totals.worst;
   const bool pass = ok && wrong == 0 && guards == 0 && diff == 0;
   if (me == 0 || !pass)
     std::printf(
@@ -145,11 +130,7 @@ bool run_rs(const Session& s, const RsShape& sh, int mode, int rounds, bool grap
         me, n_pes, fast ? "fast" : "deterministic", sh.m_shard, sh.n, sh.k, (long long)lda,
         (long long)ldc, graph ? "graph" : "calls", rounds, same_data ? " same data" : "",
         pass ? "ok" : "FAILED", wrong, guards, diff, worst);
-  if (exec) cudaGraphExecDestroy(exec);
-  cudaStreamDestroy(stream);
-  ok &= gpu_test::sync_and_barrier();
-  tmashmem_free(ws);
-  tmashmem_free(shard_base);
+  ok &= fused_test::end_run(exec, stream, ws, shard_base);
   return pass && ok;
 }
 

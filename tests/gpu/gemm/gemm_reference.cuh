@@ -1,5 +1,6 @@
-// Host and device helpers shared by the GEMM test (test_gemm.cu) and the GEMM benchmark
-// (tools/perf/gemm): random bf16 operands, the cuBLASLt reference C = A * B^T, and an
+// Host and device helpers shared by the GEMM test (test_gemm.cu), the fused tests
+// (tests/gpu/fused) and the GEMM and fused benchmarks (tools/perf/gemm, tools/perf/fused):
+// device buffers, random bf16 operands, the cuBLASLt reference C = A * B^T, and an
 // element-by-element comparison that also checks the guard bytes around C.
 #pragma once
 
@@ -13,6 +14,20 @@
 #include <type_traits>
 
 namespace gemm_ref {
+
+// A cudaMalloc'ed array freed with its scope; p is nullptr when the allocation failed.
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  explicit DeviceBuffer(size_t count) {
+    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
 
 __host__ __device__ inline uint64_t hash64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -42,18 +42,7 @@ struct Shape {
   int first_row = 0;  // the tile order starts at this row's cluster row
 };
 
-template <class T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  explicit DeviceBuffer(size_t count) {
-    if (cudaMalloc(&p, count * sizeof(T)) != cudaSuccess) p = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using gemm_ref::DeviceBuffer;
 
 // Runs one shape with configuration Cfg; returns false (after printing why) on any failure.
 template <class Cfg>

@@ -14,10 +14,10 @@
 //   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
 //   cublasLt only   cuBLASLt on the gathered A (every PE at once)
 //   nccl + cublas   ncclAllGather then cuBLASLt: only when the PEs are on distinct GPUs
-// The reduce-scatter section (C = sum_p A_p B_p^T, PE q keeping rows of block q): the fused
-// kernel in both modes; our GEMM of the local partial alone; unfused: our GEMM into a
-// symmetric partial, barrier, every PE sums its rows from every PE's partial (peer loads, PE
-// order), barrier; and, on distinct GPUs, cuBLASLt + ncclReduceScatter.
+// The reduce-scatter section (C = sum_p A_p B_p^T with K_local columns of A per PE, PE q
+// keeping rows of block q): the fused kernel in both modes; our GEMM of the local partial alone;
+// unfused: our GEMM into a symmetric partial, barrier, every PE sums its rows from every PE's
+// partial (peer loads, PE order), barrier; and, on distinct GPUs, cuBLASLt + ncclReduceScatter.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "fused_example.h"
 #include "gemm_reference.cuh"
 #include "nccl_loader.h"
 #include "tmashmem/device/ctx.cuh"
@@ -43,25 +44,8 @@ namespace {
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
 
-#define BENCH_CUDA(call)                                                                 \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      std::printf("[PE %d] %s:%d %s: %s\n", tmashmem_my_pe(), __FILE__, __LINE__, #call, \
-                  cudaGetErrorString(e_));                                               \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
-    }                                                                                    \
-  } while (0)
-#define BENCH_TM(call)                                                                        \
-  do {                                                                                        \
-    if ((call) != TMASHMEM_SUCCESS) {                                                         \
-      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                           \
-    }                                                                                         \
-  } while (0)
-
 struct Shape {
-  int m, n, k;  // m: rows of the gathered A (all PEs)
+  int m, n, k;  // m: rows of the gathered A or of C (all PEs); reduce-scatter: k per PE
 };
 
 struct Variant {
@@ -78,14 +62,54 @@ __global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsig
   if (mine) atomicAdd(d, mine);
 }
 
+// `reps` rounds (after 2 warm-up rounds), each launching every variant once: a host barrier,
+// then one launch timed with CUDA events on every PE; a round's time is the slowest PE's. PE 0
+// prints per variant the median and best over rounds, TFLOP/s of the job (`flop` in all), the
+// ratio to "gemm only", and the same as a line "csv,<title>,<PEs>,<median ms>,<ratio>,<variant>".
+void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_t stream, double flop,
+                    const char* title) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  for (int r = 0; r < reps + 2; ++r)
+    for (Variant& v : variants) {
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+      CHECK_TM(tmashmem_barrier_all());
+      CHECK_CUDA(cudaEventRecord(e0, stream));
+      v.run();
+      CHECK_CUDA(cudaEventRecord(e1, stream));
+      CHECK_CUDA(cudaEventSynchronize(e1));
+      float t = 0, worst = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (r >= 2) v.ms.push_back(worst);
+    }
+  cudaEventDestroy(e0), cudaEventDestroy(e1);
+  if (tmashmem_my_pe() != 0) return;
+  double gemm_med = 0;
+  for (Variant& v : variants) {
+    std::sort(v.ms.begin(), v.ms.end());
+    if (v.name == "gemm only") gemm_med = v.ms[v.ms.size() / 2];
+  }
+  std::printf("  %-26s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
+  for (const Variant& v : variants) {
+    const double med = v.ms[v.ms.size() / 2];
+    std::printf("  %-26s %9.3f %9.3f %9.1f %8.3f\n", v.name.c_str(), med, v.ms.front(),
+                flop / med / 1e9, gemm_med / med);
+  }
+  for (const Variant& v : variants)
+    std::printf("csv,%s,%d,%.4f,%.4f,%s\n", title, tmashmem_n_pes(), v.ms[v.ms.size() / 2],
+                gemm_med / v.ms[v.ms.size() / 2], v.name.c_str());
+}
+
 unsigned long long differences(const void* a, const void* b, size_t elems) {
   unsigned long long* d;
-  BENCH_CUDA(cudaMalloc(&d, 8));
-  BENCH_CUDA(cudaMemset(d, 0, 8));
+  CHECK_CUDA(cudaMalloc(&d, 8));
+  CHECK_CUDA(cudaMemset(d, 0, 8));
   count_diff<<<1024, 256>>>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), elems,
                             d);
   unsigned long long h = 0;
-  BENCH_CUDA(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
   cudaFree(d);
   return h;
 }
@@ -99,22 +123,22 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   uint64_t* ws = static_cast<uint64_t*>(
       tmashmem_calloc(tmashmem::fused::allgather_gemm_workspace_bytes(ms, n_pes), 1));
   Bf16 *b, *g_fused, *g_ref, *c_fused, *c_ref;
-  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * s.k * 2));
-  BENCH_CUDA(cudaMalloc(&g_fused, size_t(m) * s.k * 2));
-  BENCH_CUDA(cudaMalloc(&g_ref, size_t(m) * s.k * 2));
-  BENCH_CUDA(cudaMalloc(&c_fused, size_t(m) * s.n * 2));
-  BENCH_CUDA(cudaMalloc(&c_ref, size_t(m) * s.n * 2));
-  BENCH_CUDA(gemm_ref::fill_uniform(a_shard, ms, s.k, s.k, 0x1234 + me));
-  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, s.k, s.k, 0x5678 + me));
-  BENCH_CUDA(cudaDeviceSynchronize());
-  BENCH_TM(tmashmem_barrier_all());
+  CHECK_CUDA(cudaMalloc(&b, size_t(s.n) * s.k * 2));
+  CHECK_CUDA(cudaMalloc(&g_fused, size_t(m) * s.k * 2));
+  CHECK_CUDA(cudaMalloc(&g_ref, size_t(m) * s.k * 2));
+  CHECK_CUDA(cudaMalloc(&c_fused, size_t(m) * s.n * 2));
+  CHECK_CUDA(cudaMalloc(&c_ref, size_t(m) * s.n * 2));
+  CHECK_CUDA(gemm_ref::fill_uniform(a_shard, ms, s.k, s.k, 0x1234 + me));
+  CHECK_CUDA(gemm_ref::fill_uniform(b, s.n, s.k, s.k, 0x5678 + me));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_TM(tmashmem_barrier_all());
   tmashmem_ctx_t c = ctx;
-  BENCH_TM(tmashmem_device_ctx(&c));  // after the allocations
+  CHECK_TM(tmashmem_device_ctx(&c));  // after the allocations
   cudaStream_t stream;
-  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::vector<Variant> variants;
-  std::vector<int> comm_counts = {0, 2, 4, 8, 16};
+  std::vector<int> comm_counts = {0, 1, 2, 4, 8, 16};
   std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
   for (size_t i = 0; i < comm_counts.size(); ++i) {
     tmashmem::fused::AllgatherGemmProblem fp{};
@@ -130,7 +154,7 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
                                  : "fused, " + std::to_string(comm_counts[i]) + " copy SMs";
     auto* plan = &plans[i];
     variants.push_back(
-        {name, [=, &c] { BENCH_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream)); }, {}});
+        {name, [=, &c] { CHECK_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream)); }, {}});
   }
   tmashmem::gemm::GemmProblem gp{int(m), s.n, s.k, g_ref, s.k, b, s.k, c_ref, s.n};
   static tmashmem::gemm::GemmPlan<Cfg> gemm;
@@ -138,14 +162,14 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
     std::printf("[PE %d] %s\n", me, why);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  auto run_gemm = [=] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); };
+  auto run_gemm = [=] { CHECK_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); };
   auto gather_copies = [=] {
     for (int i = 0; i < n_pes; ++i) {
       const int p = (me + i) % n_pes;
-      BENCH_TM(tmashmem_getmem_on_stream(g_ref + size_t(p) * ms * s.k, a_shard,
+      CHECK_TM(tmashmem_getmem_on_stream(g_ref + size_t(p) * ms * s.k, a_shard,
                                          size_t(ms) * s.k * 2, p, stream));
     }
-    BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+    CHECK_TM(tmashmem_barrier_all_on_stream(stream));
   };
   gemm_ref::LtGemm lt;
   const bool have_lt = lt.plan(int(m), s.n, s.k, s.k, s.k, s.n, false);
@@ -171,49 +195,24 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   variants.front().run();
   gather_copies();
   run_gemm();
-  BENCH_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
   const unsigned long long dc = differences(c_fused, c_ref, size_t(m) * s.n);
   const unsigned long long dg = differences(g_fused, g_ref, size_t(m) * s.k);
   int good = dc == 0 && dg == 0, all = 0;
   MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 
-  cudaEvent_t e0, e1;
-  BENCH_CUDA(cudaEventCreate(&e0));
-  BENCH_CUDA(cudaEventCreate(&e1));
-  for (int r = 0; r < reps + 2; ++r)
-    for (Variant& v : variants) {
-      BENCH_CUDA(cudaStreamSynchronize(stream));
-      BENCH_TM(tmashmem_barrier_all());
-      BENCH_CUDA(cudaEventRecord(e0, stream));
-      v.run();
-      BENCH_CUDA(cudaEventRecord(e1, stream));
-      BENCH_CUDA(cudaEventSynchronize(e1));
-      float t = 0, worst = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
-      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-      if (r >= 2) v.ms.push_back(worst);
-    }
   const double flop = 2.0 * double(m) * s.n * s.k * n_pes;
-  if (me == 0) {
+  char title[160];
+  std::snprintf(title, sizeof title, "allgather %lld x %d x %d", (long long)m, s.n, s.k);
+  if (me == 0)
     std::printf(
         "\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
         "%llu, gathered diff %llu on PE 0)\n",
         (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
-    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
-    double gemm_med = 0;
-    for (Variant& v : variants) {
-      std::sort(v.ms.begin(), v.ms.end());
-      if (v.name == "gemm only") gemm_med = v.ms[v.ms.size() / 2];
-    }
-    for (Variant& v : variants) {
-      const double med = v.ms[v.ms.size() / 2];
-      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", v.name.c_str(), med, v.ms.front(),
-                  flop / med / 1e9, gemm_med / med);
-    }
-  }
-  BENCH_CUDA(cudaStreamSynchronize(stream));
-  BENCH_TM(tmashmem_barrier_all());
-  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+  time_and_print(variants, reps, stream, flop, title);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_TM(tmashmem_barrier_all());
+  cudaStreamDestroy(stream);
   cudaFree(b), cudaFree(g_fused), cudaFree(g_ref), cudaFree(c_fused), cudaFree(c_ref);
   tmashmem_free(ws);
   tmashmem_free(a_shard);
@@ -232,19 +231,14 @@ __global__ void sum_rows(const __grid_constant__ tmashmem_ctx_t ctx, const Bf16*
   }
 }
 
-double median_of(std::vector<float>& v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool distinct,
                           const nccl_dyn::Api& nccl, nccl_dyn::Comm comm) {
   using namespace tmashmem::fused;
   const int me = ctx.my_pe, n_pes = ctx.n_pes;
-  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k / n_pes;  // k: this PE's slice
+  const int ms = s.m / n_pes, m = ms * n_pes, k = s.k;  // k: this PE's slice of K
   Bf16 *a, *b;
-  BENCH_CUDA(cudaMalloc(&a, size_t(m) * k * 2));
-  BENCH_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
+  CHECK_CUDA(cudaMalloc(&a, size_t(m) * k * 2));
+  CHECK_CUDA(cudaMalloc(&b, size_t(s.n) * k * 2));
   Bf16* c_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * s.n * 2));
   Bf16* partial = static_cast<Bf16*>(tmashmem_malloc(size_t(m) * s.n * 2));
   uint64_t* ws_fast = static_cast<uint64_t*>(
@@ -255,13 +249,13 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
     std::printf("[PE %d] reduce-scatter bench: allocation failed: %s\n", me, tmashmem_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  BENCH_CUDA(gemm_ref::fill_uniform(a, m, k, k, 0x4321 + me));
-  BENCH_CUDA(gemm_ref::fill_uniform(b, s.n, k, k, 0x8765 + me));
-  BENCH_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(gemm_ref::fill_uniform(a, m, k, k, 0x4321 + me));
+  CHECK_CUDA(gemm_ref::fill_uniform(b, s.n, k, k, 0x8765 + me));
+  CHECK_CUDA(cudaDeviceSynchronize());
   tmashmem_ctx_t c;
-  BENCH_TM(tmashmem_device_ctx(&c));
+  CHECK_TM(tmashmem_device_ctx(&c));
   cudaStream_t stream;
-  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ReduceScatterProblem p{m, s.n, k, a, k, b, k, c_shard, s.n, ws_fast};
   static ReduceScatterPlan<ReduceScatterFastCfg, ReduceScatterMode::fast> fast;
   static ReduceScatterPlan<ReduceScatterDeterministicCfg, ReduceScatterMode::deterministic> det;
@@ -282,15 +276,15 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
   gemm_ref::LtGemm lt;
   const bool have_lt = lt.plan(m, s.n, k, k, k, s.n, false);
   std::vector<Variant> v;
-  v.push_back({"fused fast", [&] { BENCH_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
-  v.push_back({"fused deterministic", [&] { BENCH_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
-  v.push_back({"gemm only", [&] { BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
+  v.push_back({"fused fast", [&] { CHECK_CUDA(reduce_scatter_run(c, fast, stream)); }, {}});
+  v.push_back({"fused deterministic", [&] { CHECK_CUDA(reduce_scatter_run(c, det, stream)); }, {}});
+  v.push_back({"gemm only", [&] { CHECK_CUDA(tmashmem::gemm::gemm_run(gemm, stream)); }, {}});
   v.push_back({"unfused",
                [&] {
-                 BENCH_CUDA(tmashmem::gemm::gemm_run(gemm, stream));
-                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+                 CHECK_CUDA(tmashmem::gemm::gemm_run(gemm, stream));
+                 CHECK_TM(tmashmem_barrier_all_on_stream(stream));
                  sum_rows<<<264, 512, 0, stream>>>(c, partial, c_shard, ms, s.n);
-                 BENCH_TM(tmashmem_barrier_all_on_stream(stream));
+                 CHECK_TM(tmashmem_barrier_all_on_stream(stream));
                },
                {}});
   if (distinct && nccl.ok && comm != nullptr && have_lt)
@@ -302,40 +296,17 @@ void bench_reduce_scatter(const Shape& s, int reps, const tmashmem_ctx_t& ctx, b
                  },
                  {}});
   // (Correctness of both modes is the business of tests/gpu/fused/test_reduce_scatter.cu.)
-  cudaEvent_t e0, e1;
-  BENCH_CUDA(cudaEventCreate(&e0));
-  BENCH_CUDA(cudaEventCreate(&e1));
-  for (int r = 0; r < reps + 2; ++r)
-    for (Variant& x : v) {
-      BENCH_CUDA(cudaStreamSynchronize(stream));
-      BENCH_TM(tmashmem_barrier_all());
-      BENCH_CUDA(cudaEventRecord(e0, stream));
-      x.run();
-      BENCH_CUDA(cudaEventRecord(e1, stream));
-      BENCH_CUDA(cudaEventSynchronize(e1));
-      float t = 0, worst = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&t, e0, e1));
-      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-      if (r >= 2) x.ms.push_back(worst);
-    }
   const double flop = 2.0 * double(m) * s.n * k * n_pes;
-  if (me == 0) {
+  char title[160];
+  std::snprintf(title, sizeof title, "reduce-scatter %d x %d x %d", m, s.n, k);
+  if (me == 0)
     std::printf(
-        "\nreduce-scatter %d x %d x %d (M x N x K total; K %d per PE), %d PEs, m_shard %d\n", m,
-        s.n, k * n_pes, k, n_pes, ms);
-    std::printf("  %-22s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
-    double gemm_med = 0;
-    for (Variant& x : v)
-      if (x.name == "gemm only") gemm_med = median_of(x.ms);
-    for (Variant& x : v) {
-      const double med = median_of(x.ms);
-      std::printf("  %-22s %9.3f %9.3f %9.1f %8.3f\n", x.name.c_str(), med, x.ms.front(),
-                  flop / med / 1e9, gemm_med / med);
-    }
-  }
-  BENCH_CUDA(cudaStreamSynchronize(stream));
-  BENCH_TM(tmashmem_barrier_all());
-  cudaEventDestroy(e0), cudaEventDestroy(e1), cudaStreamDestroy(stream);
+        "\nreduce-scatter %d x %d x %d (M x N x K_local; K %d in all), %d PEs, m_shard %d\n", m,
+        s.n, k, k * n_pes, n_pes, ms);
+  time_and_print(v, reps, stream, flop, title);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_TM(tmashmem_barrier_all());
+  cudaStreamDestroy(stream);
   cudaFree(a), cudaFree(b);
   tmashmem_free(ws_det), tmashmem_free(ws_fast), tmashmem_free(partial), tmashmem_free(c_shard);
 }
@@ -346,10 +317,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const int n_shapes = argc > 2 ? std::atoi(argv[2]) : 4;
-  BENCH_TM(tmashmem_init());
-  BENCH_CUDA(cudaSetDevice(tmashmem_device()));
+  CHECK_TM(tmashmem_init());
+  CHECK_CUDA(cudaSetDevice(tmashmem_device()));
   tmashmem_ctx_t ctx;
-  BENCH_TM(tmashmem_device_ctx(&ctx));
+  CHECK_TM(tmashmem_device_ctx(&ctx));
   const bool distinct = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0 && ctx.n_pes > 1;
   nccl_dyn::Api nccl;
   nccl_dyn::Comm comm = nullptr;
@@ -363,7 +334,7 @@ int main(int argc, char** argv) {
     }
   }
   cudaDeviceProp prop{};
-  BENCH_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
   if (ctx.my_pe == 0)
     std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds; NCCL baseline: %s\n",
                 ctx.n_pes, distinct ? "distinct GPUs" : "one GPU", prop.name,
@@ -374,11 +345,12 @@ int main(int argc, char** argv) {
       {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
   for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
     bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
-  const std::vector<Shape> rs_shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}};
+  const std::vector<Shape> rs_shapes = {
+      {8192, 8192, 8192}, {8192, 8192, 3584}, {4096, 4096, 4096}, {512, 8192, 8192}};
   for (int i = 0; i < n_shapes && i < int(rs_shapes.size()); ++i)
     bench_reduce_scatter(rs_shapes[i], reps, ctx, distinct, nccl, comm);
   if (comm) nccl.comm_destroy(comm);
-  BENCH_TM(tmashmem_finalize());
+  CHECK_TM(tmashmem_finalize());
   MPI_Finalize();
   return 0;
 }

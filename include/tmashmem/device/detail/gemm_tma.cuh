@@ -1,7 +1,8 @@
-// The two PTX instructions the GEMM needs that the tile layer (detail/tensor.cuh,
-// detail/mbarrier.cuh, detail/cluster.cuh) does not wrap: the tensor-map descriptor prefetch,
-// and an mbarrier arrival on another CTA of the cluster with the default (CTA-scope) release.
-// Every tensor copy of the GEMM goes through detail/tensor.cuh.
+// The PTX instructions the GEMM and the fused kernels need that the tile layer
+// (detail/tensor.cuh, detail/bulk.cuh, detail/mbarrier.cuh, detail/cluster.cuh) does not wrap:
+// the tensor-map descriptor prefetch, an mbarrier arrival on another CTA of the cluster with
+// the default (CTA-scope) release, and the bulk L2 prefetch of a byte range. Every tensor copy
+// of the GEMM goes through detail/tensor.cuh.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,15 @@ namespace tmashmem::detail {
 /// into the TMA unit's descriptor cache ahead of the first use.
 __device__ __forceinline__ void tensormap_prefetch(const void* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+/// Starts pulling [`src`, `src` + `bytes`) of global memory into L2 (asynchronous, no
+/// completion to wait for, no register or shared memory used). `src` and `bytes` multiples of
+/// 16. A hint only: a later load of the range reads whatever memory holds then.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(reinterpret_cast<uint64_t>(src)),
+               "r"(bytes)
+               : "memory");
 }
 
 /// One arrival on the mbarrier at `bar`'s offset in the CTA of cluster rank `cta_rank` (this

@@ -3,29 +3,32 @@
 //   C [n_pes * m_shard, N] = all_gather(A) * B^T,
 // and the gathered A lands in a local buffer [n_pes * m_shard, K] that the GEMM reads.
 //
-// One kernel that copies and multiplies. The copiers pull chunks of the shards (one chunk =
-// the rows of one cluster-tile row of the GEMM, from one PE) into the gathered buffer, in
-// the GEMM's tile order (own shard first, then the following PEs', wrapping), and publish
-// each chunk with a flag set to the call's epoch. Two kinds of copiers:
+// One kernel that copies and multiplies. The GEMM's tile order is rotated to start at this
+// PE's own rows, which it loads straight from the shard (a tensor map of its own), so the
+// first tiles never wait. Meanwhile copiers pull the peers' shards into the gathered buffer
+// in the order the GEMM reaches them (the next PE's rows first, wrapping), and this PE's own
+// shard last (the gathered copy is an output only), publishing each chunk (the rows of one
+// cluster-tile row, from one PE) with a flag set to the call's epoch; the producer waits for
+// a chunk's flag before its first TMA load of those rows. Each remote row crosses the link
+// once. Two kinds of copiers:
 //   comm_ctas == 0  the three warps of every GEMM CTA's producer warpgroup that the GEMM
-//                   leaves idle (16-byte loads and stores, four in flight per thread);
-//   comm_ctas > 0   CTAs 0 .. comm_ctas - 1, one thread each, with bulk copies through a
-//                   shared-memory ring (chunk_copy.cuh); those SMs do no GEMM work.
-// The GEMM CTAs run the engine (gemm/kernel.cuh) with a producer hook that waits for a
-// chunk's flag before the first TMA load of its rows; their tile order is rotated to start
-// at this PE's own rows, which are copied first (locally), so compute starts at once. Each
-// remote row crosses the link once.
+//                   leaves idle: a chunk is cut into pieces that all GEMM CTAs copy side by
+//                   side (16-byte loads and stores, four in flight per thread, the next four
+//                   pieces prefetched into L2), so the chunk the GEMM needs next is copied by the
+//                   whole grid; the CTA that copies a chunk's last piece flags it;
+//   comm_ctas > 0   CTAs 0 .. comm_ctas - 1, one thread each, whole chunks by bulk copies
+//                   through a shared-memory ring (chunk_copy.cuh); those SMs do no GEMM work.
 //
 // Protocol of call e (sync.cuh has the words): at start, the first copier publishes
 // permit = e to every peer (this PE's shard, written by the stream's earlier work, is
-// ready); a copier waits for permit[p] >= e before its first read of PE p's shard; when all chunks
-// of p's shard have been copied, done[this PE] = e goes to p; the call's last CTA waits until every
-// peer has sent done = e (nobody still reads this PE's shard, so the stream's next work may
-// overwrite it), then bumps the epoch. Every wait is bounded (trap with a message).
+// ready); a copier waits for permit[p] >= e before its first read of PE p's shard; when all
+// chunks of p's shard have been copied, done[this PE] = e goes to p; the call's last CTA waits
+// until every peer has sent done = e (nobody still reads this PE's shard, so the stream's next
+// work may overwrite it), then bumps the epoch. Every wait is bounded (trap with a message).
 //
-// Co-residency: GEMM CTAs wait for comm CTAs and for peers' kernels, so the grid must fit
-// on the SMs this PE may use at once (PEs sharing a GPU share its SMs: the planner divides
-// them, launch.cuh); comm CTAs take the lowest block indices.
+// Co-residency: GEMM CTAs wait for copies made by other CTAs and for peers' kernels, so the
+// grid must fit on the SMs this PE may use at once (PEs sharing a GPU share its SMs: the
+// planner divides them, allgather_gemm_launch.cuh); comm CTAs take the lowest block indices.
 #pragma once
 
 #include <cuda.h>
@@ -35,6 +38,7 @@
 
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/detail/fence.cuh"
+#include "tmashmem/device/detail/gemm_tma.cuh"
 #include "tmashmem/device/detail/warpgroup.cuh"
 #include "tmashmem/device/fused/chunk_copy.cuh"
 #include "tmashmem/device/fused/sync.cuh"
@@ -42,8 +46,9 @@
 
 namespace tmashmem::fused {
 
-/// The kernel's run-time arguments beside the three tensor maps (A: the gathered buffer,
-/// rank 3 {K, m_shard, n_pes}; B; C: rank 3 {N, m_shard, n_pes}).
+/// The kernel's run-time arguments beside the four tensor maps (A: the gathered buffer,
+/// rank 3 {K, m_shard, n_pes}; own A: this PE's shard, rank 3 {K, m_shard, 1}, the same box;
+/// B; C: rank 3 {N, m_shard, n_pes}).
 struct AllgatherGemmArgs {
   gemm::GemmArgs gemm;           // batches = n_pes, m = m_shard
   const __nv_bfloat16* a_shard;  // symmetric [m_shard, K], rows contiguous
@@ -52,6 +57,9 @@ struct AllgatherGemmArgs {
   int comm_ctas;                 // > 0: CTAs 0 .. comm_ctas - 1 copy (bulk copies); 0: the
                                  // idle producer warps of every GEMM CTA copy
   int chunk_rows;                // rows per chunk: kBlockM * kClusterM
+  int pieces_per_chunk;          // copy items per chunk (1 with comm_ctas > 0)
+  uint32_t piece_bytes;          // bytes of one piece (a multiple of 16)
+  int piece_counters;            // word of the workspace where the per-chunk piece counts start
   uint64_t timeout_ns;           // bound on every wait
 };
 
@@ -59,27 +67,32 @@ struct AllgatherGemmArgs {
 /// memory, which is larger).
 using AllgatherRing = CopyRing<6, 32 * 1024>;
 
-/// Chunk `i` of the copy order (own shard first, then the next PEs'): which flag, which PE,
-/// and the bytes to move.
-struct AllgatherChunk {
+/// Piece `j` of the copy order: position j / pieces_per_chunk in the chunk order (the peers'
+/// chunks in the GEMM's order, then the own shard's), which flag and PE, and the bytes to move
+/// (0 for a piece past the end of a short chunk).
+struct AllgatherPiece {
   int chunk, pe;
   const char* src;
   char* dst;
-  size_t bytes;
+  uint32_t bytes;
 };
 
-__device__ __forceinline__ AllgatherChunk allgather_chunk(const Ctx& ctx,
-                                                          const AllgatherGemmArgs& a, int i) {
+__device__ __forceinline__ AllgatherPiece allgather_piece(const Ctx& ctx,
+                                                          const AllgatherGemmArgs& a, int j) {
   const int total = a.gemm.cluster_rows, per_pe = a.gemm.batch_cluster_rows;
-  AllgatherChunk c;
-  c.chunk = (a.gemm.row_rotation + i) % total;
+  const int position = j / a.pieces_per_chunk, piece = j - position * a.pieces_per_chunk;
+  AllgatherPiece c;
+  c.chunk = (a.gemm.row_rotation + per_pe + position) % total;
   c.pe = c.chunk / per_pe;
   const int row0 = (c.chunk - c.pe * per_pe) * a.chunk_rows;
   const int rows = min(a.chunk_rows, a.gemm.m - row0);
   const int64_t row_bytes = int64_t(a.gemm.k) * 2;
-  c.src = reinterpret_cast<const char*>(ptr(ctx, a.a_shard, c.pe)) + row0 * row_bytes;
-  c.dst = reinterpret_cast<char*>(a.a_gathered) + (int64_t(c.pe) * a.gemm.m + row0) * row_bytes;
-  c.bytes = static_cast<size_t>(rows * row_bytes);
+  const int64_t chunk_bytes = rows * row_bytes, offset = int64_t(piece) * a.piece_bytes;
+  c.src = reinterpret_cast<const char*>(ptr(ctx, a.a_shard, c.pe)) + row0 * row_bytes + offset;
+  c.dst = reinterpret_cast<char*>(a.a_gathered) + (int64_t(c.pe) * a.gemm.m + row0) * row_bytes +
+          offset;
+  c.bytes = static_cast<uint32_t>(
+      offset >= chunk_bytes ? 0 : min(int64_t(a.piece_bytes), chunk_bytes - offset));
   return c;
 }
 
@@ -92,38 +105,134 @@ __device__ __forceinline__ void allgather_permit(const Ctx& ctx, const Allgather
     if (q != ctx.my_pe) fused_publish(ctx, a.ws, words::kPermit + ctx.my_pe, epoch, q);
 }
 
-/// One thread: waits until PE p's shard may be read.
-__device__ __forceinline__ void allgather_wait_permit(const Ctx& ctx, const AllgatherGemmArgs& a,
-                                                      uint64_t epoch, int p) {
-  fused_wait_ge(a.ws + words::kPermit + p, epoch, a.timeout_ns, "allgather_matmul", ctx.my_pe,
-                "the shard of PE", p);
+/// One thread, once a piece's bytes are written and ordered before it (bulk copies:
+/// completed and proxy-fenced; ordinary stores: a barrier with the writers): counts the piece;
+/// the chunk's last piece flags a peer's chunk, and tells PE p when all of its shard has been
+/// read. (Own chunks are not flagged: the GEMM reads the shard itself.)
+__device__ __forceinline__ void allgather_piece_done(const Ctx& ctx, const AllgatherGemmArgs& a,
+                                                     uint64_t epoch, const AllgatherPiece& c) {
+  if (c.pe == ctx.my_pe) return;
+  if (a.pieces_per_chunk > 1) {
+    unsigned long long* count =
+        reinterpret_cast<unsigned long long*>(a.ws + a.piece_counters + c.chunk);
+    __threadfence();  // this piece's writes, before the count that publishes them
+    if (atomicAdd(count, 1ull) + 1 != static_cast<unsigned long long>(a.pieces_per_chunk)) return;
+    __threadfence();  // every counted piece's writes, before the flag
+    *count = 0;       // for the next call (which starts after this kernel)
+  }
+  detail::st_release_gpu(a.ws + words::kFlags + c.chunk, epoch);
+  const unsigned long long before =
+      atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kCounter + c.pe), 1ull);
+  if (before + 1 == static_cast<unsigned long long>(a.gemm.batch_cluster_rows))
+    fused_publish(ctx, a.ws, words::kDone + ctx.my_pe, epoch, c.pe);
 }
 
-/// One thread, once the chunk's bytes are written and ordered before it (bulk copies:
-/// completed and proxy-fenced; ordinary stores: a barrier with the writers): flags the
-/// chunk, and tells PE p when all of its shard has been read.
-__device__ __forceinline__ void allgather_chunk_done(const Ctx& ctx, const AllgatherGemmArgs& a,
-                                                     uint64_t epoch, const AllgatherChunk& c) {
-  detail::st_release_gpu(a.ws + words::kFlags + c.chunk, epoch);
-  if (c.pe != ctx.my_pe) {
-    const unsigned long long before =
-        atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kCounter + c.pe), 1ull);
-    if (before + 1 == static_cast<unsigned long long>(a.gemm.batch_cluster_rows))
-      fused_publish(ctx, a.ws, words::kDone + ctx.my_pe, epoch, c.pe);
+/// How many of a copier's pieces ahead of the one it copies are being prefetched into L2.
+constexpr int kAllgatherPrefetchDepth = 4;
+
+/// The copy loop of one copier: pieces first, first + stride, ... of the copy order. `Copier`:
+///   leader()        the thread that waits, signals and prefetches;
+///   sync()          all of the copier's threads (a barrier; nothing for one thread);
+///   copy(piece)     moves the piece's bytes (every thread of the copier);
+///   after_acquire() after a peer's permit was acquired, before its shard is read;
+///   before_done()   the piece's writes complete and ordered before a generic release.
+template <class Copier>
+__device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGemmArgs& a,
+                                               uint64_t epoch, int first, int stride,
+                                               Copier& copier) {
+  if (first == 0 && copier.leader()) allgather_permit(ctx, a, epoch);
+  const int pieces = a.gemm.cluster_rows * a.pieces_per_chunk;
+  uint64_t permitted = uint64_t(1) << ctx.my_pe;  // bit p: PE p's shard may be read (n_pes <= 64)
+  for (int j = first; j < pieces; j += stride) {
+    const AllgatherPiece c = allgather_piece(ctx, a, j);
+    if (!((permitted >> c.pe) & 1u)) {
+      if (copier.leader())
+        fused_wait_ge(a.ws + words::kPermit + c.pe, epoch, a.timeout_ns, "allgather_matmul",
+                      ctx.my_pe, "the shard of PE", c.pe);
+      copier.sync();
+      copier.after_acquire();
+      permitted |= uint64_t(1) << c.pe;
+    }
+    // Keep this copier's next kAllgatherPrefetchDepth pieces on their way into L2 (of the
+    // PEs whose permit has been seen), so that the loads of each piece hit L2.
+    for (int d = j == first ? 1 : kAllgatherPrefetchDepth; d <= kAllgatherPrefetchDepth; ++d) {
+      const int next_j = j + d * stride;
+      if (!copier.leader() || next_j >= pieces) break;
+      const AllgatherPiece next = allgather_piece(ctx, a, next_j);
+      if (next.bytes > 0 && ((permitted >> next.pe) & 1u))
+        detail::bulk_prefetch_l2(next.src, next.bytes);
+    }
+    copier.copy(c);
+    copier.before_done();
+    if (copier.leader()) allgather_piece_done(ctx, a, epoch, c);
   }
 }
 
-/// The producer hook: wait for the chunk holding a tile row before loading it; and, with
-/// copy_ctas > 0, the idle producer warps copy this CTA's share of the chunks.
+/// Copier: the 96 idle threads of a GEMM CTA's producer warpgroup, ordinary 16-byte loads
+/// (streaming) and stores.
+struct ProducerWarpsCopier {
+  static constexpr uint32_t kThreads = 96;
+  uint32_t t;  // 0 .. kThreads - 1
+  __device__ __forceinline__ bool leader() const { return t == 0; }
+  __device__ __forceinline__ void sync() const {
+    detail::named_barrier_sync(gemm::kProducerWarpsBarrier, kThreads);
+  }
+  __device__ __forceinline__ void after_acquire() const {}
+  // The barrier makes every thread's stores visible to the leader, whose fence and release
+  // (allgather_piece_done) are cumulative over them.
+  __device__ __forceinline__ void before_done() const { sync(); }
+  __device__ __forceinline__ void copy(const AllgatherPiece& c) const {
+    const uint4* src = reinterpret_cast<const uint4*>(c.src) + t;
+    uint4* dst = reinterpret_cast<uint4*>(c.dst) + t;
+    const uint32_t n = c.bytes / 16;
+    uint32_t j = t;
+    for (; j + 3 * kThreads < n; j += 4 * kThreads) {  // four 16-byte loads in flight
+      const uint4 v0 = __ldcs(src), v1 = __ldcs(src + kThreads);
+      const uint4 v2 = __ldcs(src + 2 * kThreads), v3 = __ldcs(src + 3 * kThreads);
+      dst[0] = v0, dst[kThreads] = v1, dst[2 * kThreads] = v2, dst[3 * kThreads] = v3;
+      src += 4 * kThreads, dst += 4 * kThreads;
+    }
+    for (; j < n; j += kThreads, src += kThreads, dst += kThreads) *dst = __ldcs(src);
+  }
+};
+
+/// Copier: one thread of a communication CTA, bulk copies through the ring.
+struct RingCopier {
+  AllgatherRing* ring;
+  __device__ __forceinline__ bool leader() const { return true; }
+  __device__ __forceinline__ void sync() const {}
+  // The acquire, then the bulk (async-proxy) reads of the peer's shard.
+  __device__ __forceinline__ void after_acquire() const { detail::fence_proxy_async_global(); }
+  __device__ __forceinline__ void before_done() const {
+    detail::bulk_wait<0>();
+    detail::fence_proxy_async_global();  // async-proxy writes, then the generic release
+  }
+  __device__ __forceinline__ void copy(const AllgatherPiece& c) const {
+    ring->copy(c.dst, c.src, c.bytes);
+  }
+};
+
+/// The producer hooks: this PE's own rows come from its shard's map and never wait; a peer's
+/// rows wait for their chunk's flag before the first load. With copy_ctas > 0 the idle
+/// producer warps copy this CTA's share of the pieces.
 struct AllgatherHooks : gemm::NoHooks {
   const Ctx* ctx;
   const AllgatherGemmArgs* args;
+  const CUtensorMap* own_map;
   uint64_t epoch;
   int copy_index = 0, copy_ctas = 0;  // this CTA among the copying CTAs; 0: it does not copy
   int last_row = -1;
 
-  __device__ __forceinline__ void before_a_loads(int /*batch*/, int cluster_row) {
-    if (cluster_row == last_row) return;
+  __device__ __forceinline__ const CUtensorMap* input_map(const CUtensorMap* a_map, int batch,
+                                                          int* batch_coord) {
+    const bool own = batch == ctx->my_pe;
+    *batch_coord = own ? 0 : batch;
+    return own ? own_map : a_map;
+  }
+
+  __device__ __forceinline__ void before_a_loads(int batch, int /*row0*/, int cluster_row,
+                                                 int /*col*/) {
+    if (batch == ctx->my_pe || cluster_row == last_row) return;
     last_row = cluster_row;
     fused_wait_ge(args->ws + words::kFlags + cluster_row, epoch, args->timeout_ns,
                   "allgather_matmul", ctx->my_pe, "A chunk", cluster_row);
@@ -134,60 +243,17 @@ struct AllgatherHooks : gemm::NoHooks {
 
   __device__ __forceinline__ void producer_warps(uint32_t t) {
     if (copy_ctas == 0) return;
-    constexpr uint32_t kThreads = 96;
-    const AllgatherGemmArgs& a = *args;
-    if (copy_index == 0 && t == 0) allgather_permit(*ctx, a, epoch);
-    uint64_t permitted = 0;  // bit p: PE p's permit seen
-    for (int i = copy_index; i < a.gemm.cluster_rows; i += copy_ctas) {
-      const AllgatherChunk c = allgather_chunk(*ctx, a, i);
-      if (c.pe != ctx->my_pe && !((permitted >> c.pe) & 1u)) {
-        if (t == 0) allgather_wait_permit(*ctx, a, epoch, c.pe);
-        detail::named_barrier_sync(gemm::kProducerWarpsBarrier, kThreads);
-        permitted |= uint64_t(1) << c.pe;
-      }
-      const uint4* src = reinterpret_cast<const uint4*>(c.src) + t;
-      uint4* dst = reinterpret_cast<uint4*>(c.dst) + t;
-      const uint32_t n = static_cast<uint32_t>(c.bytes / 16);  // a chunk is < 2^31 bytes
-      uint32_t j = t;
-      for (; j + 3 * kThreads < n; j += 4 * kThreads) {  // four 16-byte loads in flight
-        const uint4 v0 = __ldcs(src), v1 = __ldcs(src + kThreads);
-        const uint4 v2 = __ldcs(src + 2 * kThreads), v3 = __ldcs(src + 3 * kThreads);
-        dst[0] = v0, dst[kThreads] = v1, dst[2 * kThreads] = v2, dst[3 * kThreads] = v3;
-        src += 4 * kThreads, dst += 4 * kThreads;
-      }
-      for (; j < n; j += kThreads, src += kThreads, dst += kThreads) *dst = __ldcs(src);
-      detail::named_barrier_sync(gemm::kProducerWarpsBarrier, kThreads);
-      if (t == 0) allgather_chunk_done(*ctx, a, epoch, c);  // release: cumulative over the barrier
-    }
+    ProducerWarpsCopier copier{t};
+    allgather_copy(*ctx, *args, epoch, copy_index, copy_ctas, copier);
   }
 };
 
-/// One thread of communication CTA `comm` (0 .. comm_ctas - 1): its share of the chunks,
-/// by bulk copies.
-__device__ __forceinline__ void allgather_communicate(const Ctx& ctx, const AllgatherGemmArgs& a,
-                                                      AllgatherRing& ring, int comm,
-                                                      uint64_t epoch) {
-  if (comm == 0) allgather_permit(ctx, a, epoch);
-  uint64_t permitted = 0;  // bit p: PE p's permit seen (n_pes <= 64)
-  for (int i = comm; i < a.gemm.cluster_rows; i += a.comm_ctas) {
-    const AllgatherChunk c = allgather_chunk(ctx, a, i);
-    if (c.pe != ctx.my_pe && !((permitted >> c.pe) & 1u)) {
-      allgather_wait_permit(ctx, a, epoch, c.pe);
-      detail::fence_proxy_async_global();  // the acquire, then the bulk reads of p's shard
-      permitted |= uint64_t(1) << c.pe;
-    }
-    ring.copy(c.dst, c.src, c.bytes);
-    detail::bulk_wait<0>();
-    detail::fence_proxy_async_global();  // async-proxy writes, then the generic release
-    allgather_chunk_done(ctx, a, epoch, c);
-  }
-}
-
 /// The whole kernel body, every thread of every CTA. `smem`: the kernel's dynamic shared
 /// memory (gemm::gemm_smem_bytes<Cfg>() bytes). Cluster size Cfg::kClusterM; comm_ctas a
-/// multiple of it.
+/// multiple of it. `own_map`: this PE's shard (see AllgatherGemmArgs).
 template <class Cfg>
 __device__ __forceinline__ void allgather_gemm_cta(const Ctx& ctx, const CUtensorMap* a_map,
+                                                   const CUtensorMap* own_map,
                                                    const CUtensorMap* b_map,
                                                    const CUtensorMap* c_map,
                                                    const AllgatherGemmArgs& a, uint8_t* smem) {
@@ -199,17 +265,20 @@ __device__ __forceinline__ void allgather_gemm_cta(const Ctx& ctx, const CUtenso
     if (threadIdx.x == 0) {
       AllgatherRing ring;
       ring.init(smem, a.timeout_ns);
-      allgather_communicate(ctx, a, ring, block, epoch);
+      RingCopier copier{&ring};
+      allgather_copy(ctx, a, epoch, block, a.comm_ctas, copier);
     }
   } else {
     AllgatherHooks hooks;
     hooks.ctx = &ctx;
     hooks.args = &a;
+    hooks.own_map = own_map;
     hooks.epoch = epoch;
     if (a.comm_ctas == 0) {
       hooks.copy_index = block;
       hooks.copy_ctas = static_cast<int>(gridDim.x);
     }
+    if (threadIdx.x == 0) detail::tensormap_prefetch(own_map);
     gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, c_map, a.gemm,
                         (block - a.comm_ctas) / Cfg::kClusterM,
                         (static_cast<int>(gridDim.x) - a.comm_ctas) / Cfg::kClusterM, hooks);
@@ -230,14 +299,15 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     allgather_gemm_kernel(const __grid_constant__ tmashmem_ctx_t ctx,
                           const __grid_constant__ CUtensorMap a_map,
+                          const __grid_constant__ CUtensorMap own_map,
                           const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap c_map,
                           const __grid_constant__ AllgatherGemmArgs args) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
-  allgather_gemm_cta<Cfg>(ctx, &a_map, &b_map, &c_map, args, smem_raw);
+  allgather_gemm_cta<Cfg>(ctx, &a_map, &own_map, &b_map, &c_map, args, smem_raw);
 #else
-  (void)ctx, (void)a_map, (void)b_map, (void)c_map, (void)args;
+  (void)ctx, (void)a_map, (void)own_map, (void)b_map, (void)c_map, (void)args;
 #endif
 }
 

@@ -38,15 +38,25 @@ struct AllgatherGemmProblem {
   int group_rows = 8;
 };
 
-/// Flags the workspace holds for a problem: one per chunk (cluster-tile row), at 128-row
-/// chunks (the smallest), so one size serves every configuration.
-inline uint64_t allgather_gemm_workspace_bytes(int64_t m_shard, int n_pes) {
-  return fused_workspace_bytes(static_cast<uint64_t>((m_shard + 127) / 128) * n_pes);
+/// Chunks a workspace has room for: one per cluster-tile row, counted at 128-row chunks (the
+/// smallest), so one size serves every configuration.
+inline int64_t allgather_gemm_chunks(int64_t m_shard, int n_pes) {
+  return (m_shard + 127) / 128 * n_pes;
 }
+
+/// Workspace bytes: per chunk a flag and a piece counter (runtime/fused.cpp mirrors this).
+inline uint64_t allgather_gemm_workspace_bytes(int64_t m_shard, int n_pes) {
+  return fused_workspace_bytes(2 * static_cast<uint64_t>(allgather_gemm_chunks(m_shard, n_pes)));
+}
+
+/// The largest piece the idle producer warps copy as one item: small enough that the whole
+/// grid shares the chunk the GEMM needs next, large enough that the per-piece barrier and
+/// count stay rare.
+constexpr int64_t kAllgatherWarpPieceBytes = 32 * 1024;
 
 template <class Cfg>
 struct AllgatherGemmPlan {
-  CUtensorMap a_map, b_map, c_map;
+  CUtensorMap a_map, own_map, b_map, c_map;
   AllgatherGemmArgs args;
   int grid = 0;
 };
@@ -79,15 +89,13 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
     return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
+  if (!gemm::detail_launch::encode_2d(&plan->own_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                      p.a_shard, p.m_shard, p.k, p.k, Cfg::kBlockK, Cfg::kBlockM,
+                                      CU_TENSOR_MAP_SWIZZLE_128B, 1, int64_t(p.m_shard) * p.k))
+    return "allgather_matmul: cuTensorMapEncodeTiled failed for the shard's map";
   plan->c_map = gp.c_map;
-  const auto kernel = allgather_gemm_kernel<Cfg>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(gemm::gemm_smem_bytes<Cfg>())) != cudaSuccess)
-    return "allgather_matmul: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return "allgather_matmul: cannot read the multiprocessor count";
+  int sms = 0;
+  if (const char* why = gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms)) return why;
   const int usable = fused_sms_per_pe(ctx, sms);
   if (p.comm_ctas < 0) return "allgather_matmul: comm_ctas must be 0 or positive";
   const int comm = (p.comm_ctas + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
@@ -103,6 +111,14 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   a.ws = p.workspace;
   a.comm_ctas = comm;
   a.chunk_rows = Cfg::kBlockM * Cfg::kClusterM;
+  // Dedicated CTAs copy whole chunks (their ring keeps several pieces in flight); the producer
+  // warps share each chunk out in pieces.
+  const int64_t chunk_bytes = int64_t(a.chunk_rows) * p.k * 2;
+  const int64_t max_piece = comm > 0 ? int64_t(1) << 30 : kAllgatherWarpPieceBytes;
+  a.pieces_per_chunk = static_cast<int>((chunk_bytes + max_piece - 1) / max_piece);
+  const int64_t piece = (chunk_bytes + a.pieces_per_chunk - 1) / a.pieces_per_chunk;
+  a.piece_bytes = static_cast<uint32_t>((piece + 15) / 16 * 16);
+  a.piece_counters = words::kFlags + static_cast<int>(allgather_gemm_chunks(p.m_shard, ctx.n_pes));
   a.timeout_ns = p.timeout_ns;
   plan->grid = comm + clusters * Cfg::kClusterM;
   return nullptr;
@@ -111,20 +127,10 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
 template <class Cfg>
 cudaError_t allgather_gemm_run(const tmashmem_ctx_t& ctx, const AllgatherGemmPlan<Cfg>& plan,
                                cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = Cfg::kClusterM;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = gemm::gemm_smem_bytes<Cfg>();
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, allgather_gemm_kernel<Cfg>, ctx, plan.a_map, plan.b_map,
-                            plan.c_map, plan.args);
+  const cudaLaunchConfig_t cfg = gemm::gemm_launch_config<Cfg>(plan.grid, stream, &attr);
+  return cudaLaunchKernelEx(&cfg, allgather_gemm_kernel<Cfg>, ctx, plan.a_map, plan.own_map,
+                            plan.b_map, plan.c_map, plan.args);
 }
 
 }  // namespace tmashmem::fused

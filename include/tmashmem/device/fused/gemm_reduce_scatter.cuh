@@ -11,21 +11,27 @@
 //                  (TMA reduce-add on the owner's tensor map, bf16). Every PE adds into every
 //                  shard, in an order that depends on timing: the sums are not bit-for-bit
 //                  reproducible (bf16 rounding after each add).
-//   deterministic  the epilogue stores each fp32 partial tile into the owner's staging slot
-//                  for this PE (staging [n_pes][m_shard][N] fp32 in the owner's workspace)
-//                  and flags it; the owner sums the n_pes partials of each tile in PE order
-//                  (0, 1, ...) in fp32 and rounds once to bf16: bit-identical across runs.
+//   deterministic  each owner's staging tile (fp32 [m_shard][N] in its workspace) receives the
+//                  PEs' fp32 partial tiles one after another in a fixed order, the order in
+//                  which the tile orders reach it (PE owner - 1 first, then owner - 2, ...,
+//                  the owner last): the first stores, each next one waits for its
+//                  predecessor's flag and TMA-adds. Once the owner's own add is in, the idle
+//                  producer warps of the owner's CTA that computed the tile round it to bf16
+//                  into c_shard, while the GEMM goes on: bit-identical across runs (the same
+//                  fp32 additions in the same order, one rounding to bf16).
 //
 // Protocol of call e (sync.cuh has the words): fast: every CTA zeroes its slice of this PE's
 // c_shard, the last of them publishes permit = e to every PE; a PE's producer waits for
 // permit[owner] >= e before it loads the first tile of the owner's rows (so before the
-// epilogue adds into the owner's shard); when every CTA is done
-// (its adds complete), the last one sends done = e to every owner and waits until every PE
-// has sent done = e here (the shard is complete), then bumps the epoch. deterministic: at
-// start CTA 0 publishes permit = e (the previous call's sums are done: this PE's
-// staging may be written again); each half-tile stored into an owner's staging is flagged
-// (flag[src][half-tile] = e) after its store completes; after its GEMM tiles every CTA sums
-// its share of this PE's half-tiles, each once all n_pes flags are in. Every wait is bounded.
+// epilogue adds into the owner's shard); when every CTA is done (its adds complete), the last
+// one sends done = e to every owner and waits until every PE has sent done = e here (the
+// shard is complete), then bumps the epoch. deterministic: at start CTA 0 publishes permit = e
+// (the previous call's conversions are done: this PE's staging may be written again); the
+// flag of an owner's half-tile counts the partials in: (e - 1) * n_pes + k + 1 once the k-th
+// (from 0) is complete. A half-tile's flag is raised when its stores are complete, which the
+// epilogue's thread checks a few k-blocks into its next tile (mid_mainloop: the stores complete
+// behind those MMAs), at its next epilogue if the tile is shorter, before it blocks on anything
+// itself, and at its end. Every wait is bounded.
 //
 // Co-residency: as for the all-gather GEMM (allgather_gemm.cuh): the grid fits on the SMs
 // this PE may use at once.
@@ -47,8 +53,8 @@ constexpr int kReduceScatterMaxPes = 8;  // one tensor map per owner in the kern
 
 enum class ReduceScatterMode : int { fast = 0, deterministic = 1 };
 
-/// Per owner PE: the map the epilogue writes through (fast: the owner's c_shard, rank 3
-/// {N, m_shard, 1}; deterministic: the owner's staging, rank 3 {N, m_shard, n_pes}).
+/// Per owner PE: the map the epilogue writes through, rank 3 {N, m_shard, 1}: fast: the
+/// owner's c_shard (bf16); deterministic: the owner's staging (fp32).
 struct OwnerMaps {
   CUtensorMap map[kReduceScatterMaxPes];
 };
@@ -57,38 +63,89 @@ struct ReduceScatterArgs {
   gemm::GemmArgs gemm;     // batches = n_pes, m = m_shard
   __nv_bfloat16* c_shard;  // this PE's [m_shard, N] (ldc), symmetric
   int64_t ldc;
-  float* staging;        // deterministic: this PE's staging [n_pes][m_shard][N]
+  float* staging;        // deterministic: this PE's staging [m_shard][N]
   uint64_t* ws;          // symmetric signal workspace (sync.cuh), zeroed once
   int halves_per_owner;  // deterministic: 64-row half-tiles of one shard
   uint64_t timeout_ns;
 };
 
-/// Flag of half-tile `half` of an owner's shard, stored by PE `src`.
-__device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int src, int half) {
-  return words::kFlags + src * a.halves_per_owner + half;
+/// Where PE `src`'s partial of owner `owner`'s tiles comes in the fixed order of additions:
+/// the phase of src's tile order (which starts at the next PE's rows) that covers the owner.
+__device__ __forceinline__ int rs_position(int owner, int src, int n_pes) {
+  return (owner - 1 - src + 2 * n_pes) % n_pes;
 }
 
-/// Half-tile index of (row0, col0) in a shard: rows in 64-row halves, columns in kBlockN.
+/// The PE at position k of owner `owner`'s order (position n_pes - 1: the owner).
+__device__ __forceinline__ int rs_source_at(int owner, int k, int n_pes) {
+  return (owner - 1 - k + 2 * n_pes) % n_pes;
+}
+
+/// Deterministic: the word, in the workspace of the PE that waits for it, that counts the
+/// partials of owner `owner`'s half-tile at (row0, col0) of its shard: the PE at position k
+/// waits there for k of them, the owner's producer warps for all. Each partial's writer raises
+/// it in the workspace of the next PE in the order (the owner after the last).
 template <class Cfg>
-__device__ __forceinline__ int rs_half_index(const ReduceScatterArgs& a, int row0, int col0) {
-  return (row0 / 64) * a.gemm.tile_cols + col0 / Cfg::kBlockN;
+__device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int owner, int row0,
+                                             int col0) {
+  return words::kFlags + owner * a.halves_per_owner + (row0 / 64) * a.gemm.tile_cols +
+         col0 / Cfg::kBlockN;
 }
 
-/// The epilogue hooks: the owner's map, the wait for its permit, and (deterministic) the
-/// per-half-tile flag.
+/// The producer warps of an owner's CTA (96 threads, `t` 0 .. 95): one complete staging
+/// half-tile, rounded to bf16 into c_shard.
+template <class Cfg>
+__device__ __forceinline__ void rs_round_half(const ReduceScatterArgs& a, int row0, int col0,
+                                              uint32_t t) {
+  constexpr uint32_t kThreads = 96;
+  const int rows = min(64, a.gemm.m - row0), quads = min(Cfg::kBlockN, a.gemm.n - col0) / 4;
+  const int units = rows * quads;  // N is a multiple of 8: whole float4 units
+  const float* src = a.staging + size_t(row0) * a.gemm.n + col0;
+  __nv_bfloat16* dst = a.c_shard + size_t(row0) * a.ldc + col0;
+  for (int u = static_cast<int>(t); u < units; u += 4 * kThreads) {
+    float4 v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int w = u + i * static_cast<int>(kThreads);
+      if (w < units)
+        v[i] =
+            __ldcg(reinterpret_cast<const float4*>(src + size_t(w / quads) * a.gemm.n) + w % quads);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int w = u + i * static_cast<int>(kThreads);
+      if (w < units) {
+        __nv_bfloat162 lo = __floats2bfloat162_rn(v[i].x, v[i].y);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(v[i].z, v[i].w);
+        uint2 packed;
+        packed.x = *reinterpret_cast<uint32_t*>(&lo);
+        packed.y = *reinterpret_cast<uint32_t*>(&hi);
+        reinterpret_cast<uint2*>(dst + size_t(w / quads) * a.ldc)[w % quads] = packed;
+      }
+    }
+  }
+}
+
+/// The hooks: the owner's map, the wait for its permit, and (deterministic) the order of the
+/// additions, the flags, and the rounding of the own tiles by the producer warps.
 template <class Cfg, ReduceScatterMode Mode>
 struct ReduceScatterHooks : gemm::NoHooks {
+  static constexpr bool kDeterministic = Mode == ReduceScatterMode::deterministic;
   const Ctx* ctx;
   const ReduceScatterArgs* args;
   const OwnerMaps* maps;
   uint64_t epoch;
+  int cta = 0;             // this CTA's index among the GEMM's (for the producer warps)
   uint64_t permitted = 0;  // bit q: owner q's permit seen (producer thread)
+  int pending_pe = -1;     // deterministic, epilogue thread: a half-tile not yet flagged, the PE
+  int pending_flag = 0;    // whose word it raises, and the value
+  uint64_t pending_value = 0;
 
   // The producer thread, before loading a tile of owner `batch`'s rows: the owner permits
   // writes (fast: its shard is zero; deterministic: its staging is free). The acquire reaches
   // the epilogue's thread through the stage barriers (release / acquire at CTA scope), which
   // completes the order before that thread's first write to the owner.
-  __device__ __forceinline__ void before_a_loads(int batch, int /*cluster_row*/) {
+  __device__ __forceinline__ void before_a_loads(int batch, int /*row0*/, int /*cluster_row*/,
+                                                 int /*col*/) {
     if ((permitted >> batch) & 1u) return;
     fused_wait_ge(args->ws + words::kPermit + batch, epoch, args->timeout_ns,
                   "matmul_reduce_scatter", ctx->my_pe, "the permit of owner PE", batch);
@@ -100,20 +157,106 @@ struct ReduceScatterHooks : gemm::NoHooks {
     // The permit's acquire (by the producer) came through generic-proxy synchronisation: fence
     // before this thread's TMA writes.
     detail::fence_proxy_async_global();
-    *batch_coord = Mode == ReduceScatterMode::fast ? 0 : ctx->my_pe;
+    *batch_coord = 0;
     return &maps->map[batch];
   }
 
-  __device__ __forceinline__ void after_tile(int batch, int row0, int col0) {
-    if constexpr (Mode == ReduceScatterMode::deterministic) {
-      if (row0 >= args->gemm.m) return;  // a half-tile wholly past the shard: nothing stored
-      bulk_wait_group<0>();
-      detail::fence_proxy_async_global();  // the completed async-proxy writes, then the release
-      fused_publish(*ctx, args->ws,
-                    rs_flag_index(*args, ctx->my_pe, rs_half_index<Cfg>(*args, row0, col0)), epoch,
-                    batch);
+  // Epilogue thread: raises the flag of the half-tile whose stores are complete.
+  __device__ __forceinline__ void publish_pending() {
+    detail::fence_proxy_async_global();  // the completed async-proxy writes, then the release
+    fused_publish(*ctx, args->ws, pending_flag, pending_value, pending_pe);
+    pending_pe = -1;
+  }
+
+  // Deterministic: the first partial of a half-tile is stored (the engine's epilogue); every
+  // later one waits for its predecessor's and adds.
+  template <class Storage, class Acc>
+  __device__ __forceinline__ bool epilogue(Storage& s, const Acc& acc, const gemm::EpilogueSlab& e,
+                                           uint32_t& slot) {
+    if constexpr (!kDeterministic) {
+      (void)s, (void)acc, (void)e, (void)slot;
+      return false;
+    } else {
+      const ReduceScatterArgs& a = *args;
+      const int k = rs_position(e.batch, ctx->my_pe, ctx->n_pes);
+      if (k == 0 || e.row0 >= a.gemm.m) return false;
+      if (e.thread_in_wg == 0) {
+        const uint64_t* flag = a.ws + rs_flag_index<Cfg>(a, e.batch, e.row0, e.col0);
+        const uint64_t want = (epoch - 1) * ctx->n_pes + k;
+        if (detail::ld_acquire_sys(flag) < want) {
+          // Peers may be waiting for this PE's last half-tile: raise its flag before blocking.
+          if (pending_pe >= 0) {
+            bulk_wait_group<0>();
+            publish_pending();
+          }
+          fused_wait_ge(flag, want, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
+                        "the previous partial of a tile of owner PE", e.batch);
+        }
+        detail::fence_proxy_async_global();  // the acquire, then this thread's TMA adds
+      }
+      gemm::epilogue_store<Cfg, gemm::EpilogueOp::reduce_add>(
+          s, acc, &maps->map[e.batch], 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
+      return true;
+    }
+  }
+
+  __device__ __forceinline__ void after_tile(int /*wg*/, int batch, int row0, int col0) {
+    if constexpr (kDeterministic) {
+      if (row0 >= args->gemm.m) return;      // a half-tile wholly past the shard: nothing stored
+      if (pending_pe >= 0) {                 // a tile too short for mid_mainloop
+        bulk_wait_group<Cfg::kOutChunks>();  // all but this half-tile's stores complete
+        publish_pending();
+      }
+      const int n_pes = ctx->n_pes, k = rs_position(batch, ctx->my_pe, n_pes);
+      pending_pe = k + 1 < n_pes ? rs_source_at(batch, k + 1, n_pes) : batch;
+      pending_flag = rs_flag_index<Cfg>(*args, batch, row0, col0);
+      pending_value = (epoch - 1) * n_pes + k + 1;
     } else {
       (void)batch, (void)row0, (void)col0;
+    }
+  }
+
+  // The previous half-tile's stores have had gemm::kMidMainloopBlock k-blocks to complete: flag it
+  // now rather than one whole tile later (its successor may be waiting for it).
+  __device__ __forceinline__ void mid_mainloop(int /*wg*/) {
+    if constexpr (kDeterministic) {
+      if (pending_pe >= 0) {
+        bulk_wait_group<0>();
+        publish_pending();
+      }
+    }
+  }
+
+  __device__ __forceinline__ void after_last_tile(int /*wg*/) {
+    if constexpr (kDeterministic) {
+      if (pending_pe >= 0) publish_pending();  // the engine waited for every store
+    }
+  }
+
+  // Deterministic: this CTA's own half-tiles, each rounded once its last partial is in.
+  __device__ __forceinline__ void producer_warps(uint32_t t) {
+    if constexpr (kDeterministic) {
+      const ReduceScatterArgs& a = *args;
+      const gemm::TileScheduler sched(a.gemm);
+      const uint64_t complete = epoch * ctx->n_pes;
+      for (int i = cta; i < sched.tiles(); i += static_cast<int>(gridDim.x)) {
+        const gemm::TileCoordMN tc = sched.coord(i);
+        const gemm::TileRowInBatch tr =
+            gemm::tile_row_in_batch<Cfg::kBlockM, 1>(a.gemm, tc.cluster_row, 0);
+        if (tr.batch != ctx->my_pe) continue;
+        for (int h = 0; h < Cfg::kBlockM; h += 64) {
+          const int row0 = tr.row0 + h, col0 = tc.col * Cfg::kBlockN;
+          if (row0 >= a.gemm.m) break;
+          const int flag = rs_flag_index<Cfg>(a, ctx->my_pe, row0, col0);
+          if (t == 0)
+            fused_wait_ge(a.ws + flag, complete, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
+                          "the last partial of own half-tile", flag - words::kFlags);
+          detail::named_barrier_sync(gemm::kProducerWarpsBarrier, 96);  // after the acquire
+          rs_round_half<Cfg>(a, row0, col0, t);
+        }
+      }
+    } else {
+      (void)t;
     }
   }
 };
@@ -129,42 +272,8 @@ __device__ __forceinline__ void rs_zero_shard(const ReduceScatterArgs& a) {
   }
 }
 
-/// Every thread of the CTA, after its GEMM tiles (deterministic mode): sums this CTA's share
-/// of the half-tiles of this PE's shard, each once every PE's partial is flagged.
-__device__ __forceinline__ void rs_sum_shard(const Ctx& ctx, const ReduceScatterArgs& a,
-                                             uint64_t epoch, int block_n) {
-  const int halves_rows = (a.gemm.m + 63) / 64;
-  const int units = halves_rows * a.gemm.tile_cols;
-  const int n_pes = ctx.n_pes;
-  const size_t slot = size_t(a.gemm.m) * a.gemm.n;  // elements of one PE's staging slot
-  for (int u = static_cast<int>(blockIdx.x); u < units; u += static_cast<int>(gridDim.x)) {
-    if (threadIdx.x < static_cast<unsigned>(n_pes))
-      fused_wait_ge(a.ws + rs_flag_index(a, static_cast<int>(threadIdx.x), u), epoch, a.timeout_ns,
-                    "matmul_reduce_scatter", ctx.my_pe, "a partial tile from PE",
-                    static_cast<int>(threadIdx.x));
-    __syncthreads();
-    const int row0 = (u / a.gemm.tile_cols) * 64, col0 = (u % a.gemm.tile_cols) * block_n;
-    const int rows = min(64, a.gemm.m - row0), cols = min(block_n, a.gemm.n - col0);
-    const int quads = cols / 4;  // N is a multiple of 8, so are the column blocks
-    for (int i = static_cast<int>(threadIdx.x); i < rows * quads;
-         i += static_cast<int>(blockDim.x)) {
-      const int r = row0 + i / quads, c = col0 + (i % quads) * 4;
-      const float* src = a.staging + size_t(r) * a.gemm.n + c;
-      float4 sum = *reinterpret_cast<const float4*>(src);
-      for (int p = 1; p < n_pes; ++p) {  // PE order: the same sums every run
-        const float4 x = *reinterpret_cast<const float4*>(src + p * slot);
-        sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
-      }
-      __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(a.c_shard + size_t(r) * a.ldc + c);
-      dst[0] = __floats2bfloat162_rn(sum.x, sum.y);
-      dst[1] = __floats2bfloat162_rn(sum.z, sum.w);
-    }
-    __syncthreads();
-  }
-}
-
 /// The whole kernel body, every thread of every CTA. Cfg: bf16 reduce-add (fast) or fp32
-/// store (deterministic) epilogue, cluster 1.
+/// store (deterministic; it also adds) epilogue, cluster 1.
 template <class Cfg, ReduceScatterMode Mode>
 __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CUtensorMap* a_map,
                                                         const CUtensorMap* b_map,
@@ -200,15 +309,13 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   hooks.args = &a;
   hooks.maps = &maps;
   hooks.epoch = epoch;
+  hooks.cta = static_cast<int>(blockIdx.x);
   gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, &maps.map[0], a.gemm,
                       static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), hooks);
-  // The epilogue's TMA writes are complete (gemm_cta waited for them): order them before the
-  // generic releases that follow.
+  // The epilogue's TMA writes are complete (gemm_cta waited for them; deterministic: the
+  // producer warps have rounded this CTA's own tiles): order them before the generic releases
+  // that follow.
   detail::fence_proxy_async_global();
-  if constexpr (Mode == ReduceScatterMode::deterministic) {
-    __syncthreads();
-    rs_sum_shard(ctx, a, epoch, Cfg::kBlockN);
-  }
   __syncthreads();
   // A consumer thread finishes: the producer warpgroup runs on kProducerRegs registers.
   if (threadIdx.x == kFinishThread)

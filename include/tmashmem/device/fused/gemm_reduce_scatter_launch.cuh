@@ -38,7 +38,8 @@ struct ReduceScatterProblem {
   int group_rows = 8;
 };
 
-/// 64-row half-tiles of one owner's shard (the deterministic mode's flags per source PE).
+/// 64-row half-tiles of one owner's shard (the deterministic mode has a flag per owner and
+/// half-tile).
 inline int reduce_scatter_halves(int m_shard, int n) {
   return (m_shard + 63) / 64 * ((n + 255) / 256);
 }
@@ -49,13 +50,13 @@ inline uint64_t reduce_scatter_staging_offset(int m_shard, int n, int n_pes) {
   return (fused_workspace_bytes(flags) + 1023) / 1024 * 1024;
 }
 
-/// Workspace bytes: the flags, and for the deterministic mode the staging [n_pes][m_shard][n]
-/// fp32 after them.
+/// Workspace bytes: the flags, and for the deterministic mode the staging [m_shard][n] fp32
+/// after them.
 inline uint64_t reduce_scatter_workspace_bytes(int m_shard, int n, int n_pes,
                                                ReduceScatterMode mode) {
   if (mode == ReduceScatterMode::fast) return fused_workspace_bytes(0);
   return reduce_scatter_staging_offset(m_shard, n, n_pes) +
-         static_cast<uint64_t>(n_pes) * m_shard * static_cast<uint64_t>(n) * 4;
+         static_cast<uint64_t>(m_shard) * static_cast<uint64_t>(n) * 4;
 }
 
 template <class Cfg, ReduceScatterMode Mode>
@@ -84,7 +85,7 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   float* staging = reinterpret_cast<float*>(reinterpret_cast<char*>(p.workspace) +
                                             reduce_scatter_staging_offset(ms, p.n, n_pes));
   // The GEMM over A cut into one block of m_shard rows per owner; C's map is replaced per
-  // owner below (the plan's own C map covers this PE's staging or shard, unused).
+  // owner below (the plan's own C map is unused).
   gemm::GemmProblem g{
       ms,
       p.n,
@@ -97,9 +98,9 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
       Mode == ReduceScatterMode::fast ? p.ldc : int64_t(p.n)};
   g.batches = n_pes;
   g.batch_stride_a = int64_t(ms) * p.lda;
-  g.batch_stride_c = Mode == ReduceScatterMode::fast ? 0 : int64_t(ms) * p.n;
   gemm::GemmPlan<Cfg> gp;
-  // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows.
+  // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows (the
+  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh).
   if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
     return why;
   plan->a_map = gp.a_map;
@@ -110,18 +111,13 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                 &plan->maps.map[q], tmashmem::ptr(ctx, p.c_shard, q), ms, p.n,
                                 p.ldc, 1, int64_t(ms) * p.ldc)
                           : gemm::detail_launch::encode_output<Cfg>(
-                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n,
-                                n_pes, int64_t(ms) * p.n);
+                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n, 1,
+                                int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
-  const auto kernel = gemm_reduce_scatter_kernel<Cfg, Mode>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(gemm::gemm_smem_bytes<Cfg>())) != cudaSuccess)
-    return "matmul_reduce_scatter: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return "matmul_reduce_scatter: cannot read the multiprocessor count";
+  int sms = 0;
+  if (const char* why = gemm::gemm_kernel_setup<Cfg>(gemm_reduce_scatter_kernel<Cfg, Mode>, &sms))
+    return why;
   const int tiles = gp.args.cluster_rows * gp.args.tile_cols;
   ReduceScatterArgs& a = plan->args;
   a.gemm = gp.args;
@@ -138,11 +134,8 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
 template <class Cfg, ReduceScatterMode Mode>
 cudaError_t reduce_scatter_run(const tmashmem_ctx_t& ctx, const ReduceScatterPlan<Cfg, Mode>& plan,
                                cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = gemm::gemm_smem_bytes<Cfg>();
-  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  const cudaLaunchConfig_t cfg = gemm::gemm_launch_config<Cfg>(plan.grid, stream, &attr);
   return cudaLaunchKernelEx(&cfg, gemm_reduce_scatter_kernel<Cfg, Mode>, ctx, plan.a_map,
                             plan.b_map, plan.maps, plan.args);
 }

@@ -14,7 +14,9 @@
 //                all-gather: p has read this PE's shard; reduce-scatter: p's adds into
 //                this PE's output have completed (a count: p adds 1 per call)
 //   136 + p      a local per-peer counter of the current call (reset by the last CTA)
-//   256 + i      per-chunk or per-tile flags of the current call (epoch values)
+//   256 + i      per-chunk or per-tile flags (all-gather: then one piece counter per chunk;
+//                reduce-scatter, deterministic: counts of the partials added, in units of
+//                the epoch times n_pes)
 //
 // Every PE must pass the same workspace (same symmetric address) to the same sequence of
 // calls; a workspace serves one kind of call (all-gather or reduce-scatter). Up to

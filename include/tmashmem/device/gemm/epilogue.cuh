@@ -51,12 +51,12 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
 /// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
-/// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). Uses
-/// named barrier 1 + wg. Thread 0 of the warpgroup issues the stores and owns their bulk
-/// async-groups: it waits for them at the next call and before the kernel ends. `slot`: the
-/// warpgroup's next chunk buffer (starts at 0; kept across tiles so that the buffers alternate also
-/// when a tile has an odd number of chunks).
-template <class Cfg>
+/// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). `Op`:
+/// store or add (Cfg's, unless a fused kernel does both). Uses named barrier 1 + wg. Thread 0 of
+/// the warpgroup issues the stores and owns their bulk async-groups: it waits for them at the next
+/// call and before the kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept
+/// across tiles so that the buffers alternate also when a tile has an odd number of chunks).
+template <class Cfg, EpilogueOp Op = Cfg::kEpilogueOp>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,
                                                const CUtensorMap* c_map, int batch, int row0,
@@ -90,7 +90,7 @@ __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
     if (thread_in_wg == 0) {
       const int32_t coord[3] = {col0 + c * Cfg::kOutChunkCols, row0, batch};
       const uint64_t map = reinterpret_cast<uint64_t>(c_map);
-      if constexpr (Cfg::kEpilogueOp == EpilogueOp::reduce_add)
+      if constexpr (Op == EpilogueOp::reduce_add)
         detail::tensor_reduce<detail::TensorReduceOp::add, 3>(map, detail::smem_address(chunk),
                                                               coord);
       else

@@ -1,14 +1,28 @@
 // Hooks: the points where a fused kernel joins the GEMM engine without copying it.
 //
-//   before_a_loads   the producer thread, before the first TMA load of A for a tile: an
-//                    all-gather GEMM waits there until the tile's rows of A have arrived
-//                    (and fences the generic -> async proxy for them).
+//   before_a_loads   the producer thread, before the first TMA load of A for a tile (block
+//                    `batch`, first row `row0` in it, cluster row `cluster_row` over all
+//                    blocks, tile column `col`): an all-gather GEMM waits there until the
+//                    tile's rows of A have arrived (and fences the generic -> async proxy for
+//                    them); a deterministic reduce-scatter prefetches partial sums.
+//   input_map        the producer thread, per tile: which tensor map and which block
+//                    coordinate the rows of block `batch` of A are loaded from (an all-gather
+//                    GEMM reads its own block straight from the PE's shard).
 //   output_map       the epilogue's issuing thread: which tensor map and which block
 //                    coordinate receive the rows of block `batch` (a reduce-scatter GEMM
 //                    sends block p to PE p's copy of C).
+//   epilogue         all 128 threads of a consumer warpgroup, per 64-row half of a tile:
+//                    returns true if it wrote the slab itself (a deterministic reduce-scatter
+//                    sums the other PEs' partials into its own rows there, through
+//                    epilogue_store with another output type), false for the engine's store.
 //   after_tile       the epilogue's issuing thread, after the last store of its 64-row half
-//                    of a tile has been committed (a deterministic reduce-scatter waits for
-//                    the stores there and signals the owner).
+//                    of a tile has been committed (a deterministic reduce-scatter signals the
+//                    owner there once the stores are complete).
+//   after_last_tile  the epilogue's issuing thread, once every store it issued is complete.
+//   mid_mainloop     the epilogue's issuing thread, during a tile's mainloop once
+//                    kMidMainloopBlock k-blocks of MMAs are issued (a tile with fewer has no
+//                    call): the previous tile's stores have had that time to complete, so a
+//                    fused kernel can signal them there, while the MMAs run.
 //   producer_warps   the producer warpgroup's warps 1 .. 3 (96 threads, kProducerRegs
 //                    registers each), which the GEMM leaves idle: an all-gather GEMM copies
 //                    chunks of A with them. `thread` is 0 .. 95; they may synchronise with
@@ -27,15 +41,40 @@ namespace tmashmem::gemm {
 /// The named barrier the producer warpgroup's idle warps may use (the consumers use 1, 2).
 constexpr uint32_t kProducerWarpsBarrier = 3;
 
+/// The k-block of a tile after which mainloop() calls mid_mainloop.
+constexpr int kMidMainloopBlock = 4;
+
+/// A consumer warpgroup's 64-row half of a tile: rows row0 .. row0 + 63 and columns col0 ..
+/// col0 + kBlockN - 1 of block `batch` of C.
+struct EpilogueSlab {
+  int wg;  // consumer warpgroup, 0 or 1
+  uint32_t thread_in_wg;
+  int batch, row0, col0;
+};
+
 struct NoHooks {
   __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
-  __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*cluster_row*/) {}
+  __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*row0*/, int /*cluster_row*/,
+                                                 int /*col*/) {}
+  __device__ __forceinline__ const CUtensorMap* input_map(const CUtensorMap* a_map, int batch,
+                                                          int* batch_coord) {
+    *batch_coord = batch;
+    return a_map;
+  }
   __device__ __forceinline__ const CUtensorMap* output_map(const CUtensorMap* c_map, int batch,
                                                            int* batch_coord) {
     *batch_coord = batch;
     return c_map;
   }
-  __device__ __forceinline__ void after_tile(int /*batch*/, int /*row0*/, int /*col0*/) {}
+  template <class Storage, class Acc>
+  __device__ __forceinline__ bool epilogue(Storage& /*s*/, const Acc& /*acc*/,
+                                           const EpilogueSlab& /*slab*/, uint32_t& /*slot*/) {
+    return false;
+  }
+  __device__ __forceinline__ void after_tile(int /*wg*/, int /*batch*/, int /*row0*/,
+                                             int /*col0*/) {}
+  __device__ __forceinline__ void after_last_tile(int /*wg*/) {}
+  __device__ __forceinline__ void mid_mainloop(int /*wg*/) {}
 };
 
 }  // namespace tmashmem::gemm

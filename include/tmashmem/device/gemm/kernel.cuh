@@ -80,15 +80,21 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
       const TileCoordMN tc = sched.coord(t);
       const TileRowInBatch tr =
           tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
-      mainloop<Cfg>(s, st, acc, args.k_blocks, cwg, thread_in_wg);
-      int batch_coord = tr.batch;
-      const CUtensorMap* out =
-          thread_in_wg == 0 ? hooks.output_map(c_map, tr.batch, &batch_coord) : c_map;
+      mainloop<Cfg>(s, st, acc, args.k_blocks, cwg, thread_in_wg, hooks);
       const int row0 = tr.row0 + cwg * 64, col0 = tc.col * Cfg::kBlockN;
-      epilogue_store<Cfg>(s, acc, out, batch_coord, row0, col0, cwg, thread_in_wg, out_slot);
-      if (thread_in_wg == 0) hooks.after_tile(tr.batch, row0, col0);
+      const EpilogueSlab slab{cwg, thread_in_wg, tr.batch, row0, col0};
+      if (!hooks.epilogue(s, acc, slab, out_slot)) {
+        int batch_coord = tr.batch;
+        const CUtensorMap* out =
+            thread_in_wg == 0 ? hooks.output_map(c_map, tr.batch, &batch_coord) : c_map;
+        epilogue_store<Cfg>(s, acc, out, batch_coord, row0, col0, cwg, thread_in_wg, out_slot);
+      }
+      if (thread_in_wg == 0) hooks.after_tile(cwg, tr.batch, row0, col0);
     }
-    if (thread_in_wg == 0) bulk_wait_group<0>();
+    if (thread_in_wg == 0) {
+      bulk_wait_group<0>();
+      hooks.after_last_tile(cwg);
+    }
   }
   // No CTA leaves while a peer may still multicast into it or arrive on its barriers.
   if constexpr (Cfg::kClusterM > 1) cluster_sync();

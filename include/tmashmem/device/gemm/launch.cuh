@@ -106,6 +106,39 @@ bool encode_output(CUtensorMap* map, void* data, int64_t rows, int64_t cols, int
 
 }  // namespace detail_launch
 
+/// The launch of an engine kernel (gemm_kernel, or a fused kernel built on gemm_cta): `grid`
+/// CTAs of kThreads in clusters of kClusterM with the engine's dynamic shared memory, on
+/// `stream`. `attr` receives the cluster attribute and must live until the launch.
+template <class Cfg>
+cudaLaunchConfig_t gemm_launch_config(int grid, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = Cfg::kClusterM;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(Cfg::kThreads);
+  cfg.dynamicSmemBytes = gemm_smem_bytes<Cfg>();
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+/// Lets `kernel` (an engine kernel) have the engine's dynamic shared memory, and reads the
+/// current device's SM count into *sms. Returns a message or nullptr.
+template <class Cfg, class Kernel>
+const char* gemm_kernel_setup(Kernel kernel, int* sms) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(gemm_smem_bytes<Cfg>())) != cudaSuccess)
+    return "GEMM kernel set-up: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return "GEMM kernel set-up: cannot read the multiprocessor count";
+  return nullptr;
+}
+
 /// Why `p` cannot run (a sentence naming the value and the rule), or nullptr.
 template <class Cfg>
 const char* gemm_check(const GemmProblem& p) {
@@ -174,26 +207,13 @@ const char* gemm_plan(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows 
   if (const char* why = gemm_plan_tiles(p, plan, group_rows, first_row)) return why;
   const GemmArgs& a = plan->args;
   const auto kernel = gemm_kernel<Cfg>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(gemm_smem_bytes<Cfg>())) != cudaSuccess)
-    return "gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed";
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return "gemm: cannot read the multiprocessor count";
+  int sms = 0;
+  if (const char* why = gemm_kernel_setup<Cfg>(kernel, &sms)) return why;
   int clusters = sms / Cfg::kClusterM;
   if constexpr (Cfg::kClusterM > 1) {
-    cudaLaunchConfig_t cfg{};
     cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Cfg::kClusterM;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(static_cast<unsigned>(sms / Cfg::kClusterM * Cfg::kClusterM));
-    cfg.blockDim = dim3(Cfg::kThreads);
-    cfg.dynamicSmemBytes = gemm_smem_bytes<Cfg>();
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg =
+        gemm_launch_config<Cfg>(sms / Cfg::kClusterM * Cfg::kClusterM, nullptr, &attr);
     int active = 0;
     if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) != cudaSuccess || active <= 0)
       return "gemm: cudaOccupancyMaxActiveClusters found no room for one cluster";
@@ -222,18 +242,8 @@ double gemm_wave_efficiency(const GemmPlan<Cfg>& plan) {
 /// Launches the planned GEMM on `stream`.
 template <class Cfg>
 cudaError_t gemm_run(const GemmPlan<Cfg>& plan, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
   cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = Cfg::kClusterM;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = gemm_smem_bytes<Cfg>();
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = gemm_launch_config<Cfg>(plan.grid, stream, &attr);
   return cudaLaunchKernelEx(&cfg, gemm_kernel<Cfg>, plan.a_map, plan.b_map, plan.c_map, plan.args);
 }
 

@@ -5,6 +5,7 @@
 
 #include "tmashmem/device/detail/wgmma.cuh"
 #include "tmashmem/device/gemm/config.cuh"
+#include "tmashmem/device/gemm/hooks.cuh"
 #include "tmashmem/device/gemm/pipeline.cuh"
 
 namespace tmashmem::gemm {
@@ -14,11 +15,13 @@ using Accumulators = float[Cfg::kBlockN / 2];
 
 /// All 128 threads of consumer warpgroup `wg` (0 or 1: rows wg * 64 .. + 63 of the tile).
 /// k_blocks >= 1 (the first MMA overwrites `acc`: no ordinary write of the accumulators may
-/// reach the MMAs, or ptxas serialises them). On return every MMA has retired.
-template <class Cfg>
+/// reach the MMAs, or ptxas serialises them). `hooks.mid_mainloop(wg)` runs on thread 0 once
+/// kMidMainloopBlock k-blocks are in flight, if the tile has more. On return every MMA has
+/// retired.
+template <class Cfg, class Hooks>
 __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineState<Cfg::kStages>& st,
                                          Accumulators<Cfg>& acc, int k_blocks, int wg,
-                                         uint32_t thread_in_wg) {
+                                         uint32_t thread_in_wg, Hooks& hooks) {
   constexpr int kAcc = Cfg::kBlockN / 2;
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) detail::wgmma_fence_operand(acc[i]);
@@ -36,6 +39,7 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
     detail::wgmma_commit();
     detail::wgmma_wait<1>();
     if (kb > 0) pipeline_release<Cfg>(s, previous, thread_in_wg);
+    if (kb == kMidMainloopBlock && thread_in_wg == 0) hooks.mid_mainloop(wg);
     previous = st.stage;
     st.advance();
   }

@@ -18,27 +18,29 @@ namespace tmashmem::gemm {
 
 /// Called by exactly one thread. `a_map`: box {64, 128, 1} over A [batches][m][K];
 /// `b_map`: box {64, kBSliceRows} over B [N, K]; both 128-byte swizzled. `hooks`:
-/// before_a_loads(batch, cluster_row) runs once per tile before its first load.
+/// before_a_loads(batch, row0, cluster_row, col) runs once per tile before its first load, and
+/// input_map(a_map, batch, &coord) names the map (same box) and block coordinate of its A.
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const GemmArgs& args,
                                         int cluster_id, int clusters, uint32_t rank, Hooks& hooks) {
   const TileScheduler sched(args);
   PipelineState<Cfg::kStages> st;
-  const uint64_t a_op = reinterpret_cast<uint64_t>(a_map);
   const uint64_t b_op = reinterpret_cast<uint64_t>(b_map);
   for (int t = cluster_id; t < sched.tiles(); t += clusters) {
     const TileCoordMN tc = sched.coord(t);
     const TileRowInBatch tr =
         tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
     const int b_row0 = tc.col * Cfg::kBlockN + static_cast<int>(rank) * Cfg::kBSliceRows;
-    hooks.before_a_loads(tr.batch, tc.cluster_row);
+    hooks.before_a_loads(tr.batch, tr.row0, tc.cluster_row, tc.col);
+    int a_batch = tr.batch;
+    const uint64_t a_op = reinterpret_cast<uint64_t>(hooks.input_map(a_map, tr.batch, &a_batch));
     for (int kb = 0; kb < args.k_blocks; ++kb) {
       stage_wait(s.empty[st.stage], st.phase ^ 1u);
       s.full[st.stage].arrive_expect_tx(Cfg::kStageBytes);
       const int32_t k0 = kb * Cfg::kBlockK;
       const uint32_t bar = s.full[st.stage].smem_address();
-      const int32_t ca[3] = {k0, tr.row0, tr.batch};
+      const int32_t ca[3] = {k0, tr.row0, a_batch};
       detail::tensor_load<3>(detail::smem_address(s.a[st.stage]), a_op, bar, ca);
       const uint32_t b_dst = detail::smem_address(s.b[st.stage] + rank * Cfg::kBSliceBytes);
       const int32_t cb[2] = {k0, b_row0};

@@ -1,0 +1,96 @@
+// Host helpers shared by the fused examples (allgather_gemm.cu, gemm_reduce_scatter.cu) and the
+// fused benchmark (tools/perf/fused/fused_bench.cu): checks that stop the program with a
+// message naming the PE, the start (MPI, the "no CUDA device" exit, init), the shape
+// arguments, random bf16 matrices, and the median time of an operation run by every PE at once.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "tmashmem/tmashmem.h"
+
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+#define CHECK_TM(call)                                                                        \
+  do {                                                                                        \
+    if ((call) != TMASHMEM_SUCCESS) {                                                         \
+      std::printf("[PE %d] %s failed: %s\n", tmashmem_my_pe(), #call, tmashmem_last_error()); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace fused_example {
+
+/// The program's start on every PE: MPI, then (if there is a GPU) tmashmem_init and the PE's
+/// device. False (after printing "<program>: no CUDA device" and finalising MPI) when there is
+/// no GPU: the program then exits with 2.
+inline bool start(int* argc, char*** argv, const char* program) {
+  MPI_Init(argc, argv);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("%s: no CUDA device\n", program);
+    MPI_Finalize();
+    return false;
+  }
+  CHECK_TM(tmashmem_init());
+  CHECK_CUDA(cudaSetDevice(tmashmem_device()));
+  return true;
+}
+
+/// The three shape arguments (argv[1..3]) when all are given, else the defaults.
+inline void shape_args(int argc, char** argv, int64_t* dims, int64_t d0, int64_t d1, int64_t d2) {
+  const bool given = argc > 3;
+  dims[0] = given ? std::atoll(argv[1]) : d0;
+  dims[1] = given ? std::atoll(argv[2]) : d1;
+  dims[2] = given ? std::atoll(argv[3]) : d2;
+}
+
+/// Random bf16 in [-1, 1): the same matrix on every PE for the same seed.
+inline std::vector<__nv_bfloat16> random_matrix(size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<__nv_bfloat16> v(count);
+  for (__nv_bfloat16& x : v) x = __float2bfloat16(u(rng));
+  return v;
+}
+
+/// Median of `reps` timed runs of `op` on `stream` (after 3 warm-up runs), every PE starting
+/// together (a host barrier first).
+template <class Op>
+float median_ms(cudaStream_t stream, int reps, Op op) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < reps + 3; ++i) {
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_TM(tmashmem_barrier_all());
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    op();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms[ms.size() / 2];
+}
+
+}  // namespace fused_example
