@@ -7,6 +7,8 @@
 //   -n <iters>  timed iterations (20)            -w <iters>  warm-up iterations (5)
 //   -t <coll>   allreduce|allgather|reducescatter|alltoall|broadcast|all (all)
 //   -m <n_sms>  tmashmem CTAs (0: default)       -a <algo>   tmashmem all-reduce: 0 auto, 1, 2
+//   -G <0|1>    tmashmem: 1 times the -n calls captured into one CUDA graph (device time
+//               without the host's enqueue cost); 0 (default) enqueues every call
 //
 // Sizes follow nccl-tests: the all-reduce and broadcast buffer, the all-gather receive
 // buffer, the reduce-scatter and all-to-all send buffer, in bytes of float. Rows print
@@ -27,7 +29,7 @@ namespace coll_perf {
 struct Options {
   size_t min_bytes = 8, max_bytes = size_t(64) << 20;
   size_t factor = 2;
-  int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0;
+  int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0, graph = 0;
   std::string test = "all";
 };
 
@@ -62,6 +64,8 @@ inline bool parse(int argc, char** argv, Options* o) {
       o->n_sms = std::atoi(v);
     else if (k == "-a")
       o->algo = std::atoi(v);
+    else if (k == "-G")
+      o->graph = std::atoi(v);
     else {
       std::fprintf(stderr, "unknown option %s (see tools/perf/coll/coll_perf.h)\n", k.c_str());
       return false;

@@ -35,22 +35,38 @@ void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// Mean microseconds per call of `enqueue` on `stream` (warm-up first).
+// Mean microseconds per call of `enqueue` on `stream` (warm-up first). With o.graph the
+// timed calls are captured into one graph first and the graph's launch is timed.
 double time_calls(const Options& o, cudaStream_t stream, const std::function<void()>& enqueue) {
   for (int i = 0; i < o.warmup; ++i) enqueue();
   check_cuda(cudaStreamSynchronize(stream), "warm-up");
+  cudaGraphExec_t exec = nullptr;
+  if (o.graph) {
+    cudaGraph_t graph;
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < o.iters; ++i) enqueue();
+    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    check_cuda(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    check_cuda(cudaGraphLaunch(exec, stream), "graph warm-up");
+    check_cuda(cudaStreamSynchronize(stream), "graph warm-up");
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   cudaEvent_t start, stop;
   check_cuda(cudaEventCreate(&start), "cudaEventCreate");
   check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
   check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-  for (int i = 0; i < o.iters; ++i) enqueue();
+  if (exec)
+    check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  else
+    for (int i = 0; i < o.iters; ++i) enqueue();
   check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
   check_cuda(cudaEventSynchronize(stop), "the timed calls");
   float ms = 0;
   cudaEventElapsedTime(&ms, start, stop);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  if (exec) cudaGraphExecDestroy(exec);
   return 1000.0 * ms / o.iters;
 }
 
@@ -106,7 +122,7 @@ int main(int argc, char** argv) {
   (void)distinct_gpus;
 #endif
 
-  header("tmashmem", n);
+  header(o.graph ? "tmashmem (CUDA graph)" : "tmashmem", n);
   for (const std::string& coll : collectives()) {
     if (o.test != "all" && o.test != coll) continue;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {

@@ -1,0 +1,336 @@
+// tmashmem-small-msg-probe: SM-driven block put and TMA tile put beside a plain SM copy
+// kernel, 64 KiB to 1 MiB, the same SM counts in the same run (2 PEs: PE 0 puts into PE 1's
+// heap, PE 1 waits). Every variant runs `iters` back-to-back copies of the whole size in
+// one kernel, as tools/perf's bandwidth rows do, and its destination is checked after the
+// timed repetitions. Variants take the block put apart (barrier, generic addressing, the
+// library's copy loop) and the tile put (its proxy fence, how many puts may read shared
+// memory at once, the tile size), so that a row names what a message costs.
+//
+//   mpirun -np 2 tmashmem-small-msg-probe [reps]
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tmashmem/device.cuh"
+#include "tmashmem/tensor.h"
+#include "tmashmem/tmashmem.h"
+
+namespace {
+
+void die(const std::string& what) {
+  std::fprintf(stderr, "small-msg-probe: %s\n", what.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+void cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check_tm(tmashmem_status_t s, const char* what) {
+  if (s != TMASHMEM_SUCCESS) die(std::string(what) + ": " + tmashmem_last_error());
+}
+
+struct Range {
+  size_t begin, end;
+};
+// The benchmark's split (tools/perf/perf_cuda.cuh): equal 16-byte aligned shares.
+__host__ __device__ inline Range share(size_t bytes, unsigned i, unsigned n) {
+  const size_t each = ((bytes + n - 1) / n + 15) / 16 * 16;
+  const size_t begin = size_t(i) * each < bytes ? size_t(i) * each : bytes;
+  return {begin, begin + each < bytes ? begin + each : bytes};
+}
+
+enum class Block {
+  Plain,         // tools/perf's sm_copy_kernel: global pointers, no barrier
+  PlainSync,     // the same + __syncthreads() after every copy
+  PlainGeneric,  // the same loop on generic pointers (what a library call sees)
+  Library,       // tmashmem::putmem_block
+  CopyLoop,      // the library's copy loop (detail::copy_bytes) without the barrier
+  LoadSyncStore, // each thread loads its units (up to 4), __syncthreads(), then stores
+};
+const char* name(Block b) {
+  switch (b) {
+    case Block::Plain: return "plain";
+    case Block::PlainSync: return "plain+sync";
+    case Block::PlainGeneric: return "plain_generic";
+    case Block::Library: return "putmem_block";
+    case Block::CopyLoop: return "copy_bytes";
+    case Block::LoadSyncStore: return "load+sync+store";
+  }
+  return "?";
+}
+
+template <class T>
+__device__ __forceinline__ T* opaque(T* p) {  // hides the address space from the compiler
+  asm volatile("mov.b64 %0, %0;" : "+l"(p));
+  return p;
+}
+
+template <Block V>
+__device__ __forceinline__ void plain_copy(char* dst, const char* src, size_t n) {
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  const size_t units = n / 16, stride = blockDim.x;
+  size_t i = threadIdx.x;
+  for (; i + 3 * stride < units; i += 4 * stride) {
+    const uint4 a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
+    d[i] = a;
+    d[i + stride] = b;
+    d[i + 2 * stride] = c;
+    d[i + 3 * stride] = e;
+  }
+  for (; i < units; i += stride) d[i] = s[i];
+}
+
+template <Block V>
+__global__ void __launch_bounds__(1024)
+    block_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst_sym, char* dst_peer,
+                 const char* src, size_t bytes, int pe, long iters) {
+  const Range r = share(bytes, blockIdx.x, gridDim.x);
+  if (r.begin == r.end) return;
+  char* dp = dst_peer + r.begin;
+  const char* sp = src + r.begin;
+  if constexpr (V == Block::PlainGeneric) {
+    dp = opaque(dp);
+    sp = opaque(sp);
+  }
+  const size_t n = r.end - r.begin;
+  for (long it = 0; it < iters; ++it) {
+    if constexpr (V == Block::Plain || V == Block::PlainSync || V == Block::PlainGeneric)
+      plain_copy<V>(dp, sp, n);
+    if constexpr (V == Block::PlainSync) __syncthreads();
+    if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
+    if constexpr (V == Block::CopyLoop)
+      tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
+    if constexpr (V == Block::LoadSyncStore) {
+      // Shares of up to 4 units per thread (64 KiB per CTA of 1024 threads) only.
+      uint4* d = reinterpret_cast<uint4*>(dp);
+      const uint4* s = reinterpret_cast<const uint4*>(sp);
+      const size_t units = n / 16, stride = blockDim.x;
+      uint4 v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (threadIdx.x + j * stride < units) v[j] = s[threadIdx.x + j * stride];
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (threadIdx.x + j * stride < units) d[threadIdx.x + j * stride] = v[j];
+    }
+  }
+}
+
+// The tile pipeline of tools/perf/tile_kernels.cuh (tile get of this PE's tile into shared
+// memory, tile put of it into the peer's tensor, `stages` deep), with two knobs: kLibPut
+// (tma_put_tile, which fences the generic proxy first, or the bare tensor store) and
+// kWindow (how many puts may still be reading shared memory before a stage is refilled:
+// 1 in the benchmark).
+template <bool kLibPut, int kWindow>
+__global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
+                            const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
+                            uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
+                            int* error) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  unsigned char* base = tmashmem::align_smem<128>(smem_raw);
+  const uint32_t box_bytes = src.box_bytes;
+  auto* bars = reinterpret_cast<tmashmem::Mbarrier*>(base + size_t(box_bytes) * stages);
+  const uint32_t box_rows = src.box[1];
+  const uint32_t each = (tiles + gridDim.x - 1) / gridDim.x;
+  const uint32_t first = min(tiles, blockIdx.x * each);
+  const long n = static_cast<long>(min(tiles, first + each) - first);
+  if (threadIdx.x != 0 || n == 0) return;
+  tmashmem::tma_acquire_tensor_maps(src);
+  tmashmem::tma_acquire_tensor_maps(dst);
+  for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
+  const long total = n * iters;
+  auto at = [&](long k) {
+    return tmashmem::TileCoord(0, static_cast<int32_t>((first + uint32_t(k % n)) * box_rows));
+  };
+  auto get = [&](long k) {
+    const uint32_t s = static_cast<uint32_t>(k % stages);
+    bars[s].arrive_expect_tx(box_bytes);
+    tmashmem::tma_get_tile(base + size_t(s) * box_bytes, src, src_pe, at(k), bars[s]);
+  };
+  for (long k = 0; k < total && k < static_cast<long>(stages); ++k) get(k);
+  for (long k = 0; k < total; ++k) {
+    const uint32_t s = static_cast<uint32_t>(k % stages);
+    if (bars[s].wait(static_cast<uint32_t>((k / stages) & 1), timeout_ns) != tmashmem::Status::Ok) {
+      *error = 1;
+      tmashmem::quiet();
+      return;
+    }
+    const unsigned char* tile = base + size_t(s) * box_bytes;
+    if constexpr (kLibPut) {
+      tmashmem::tma_put_tile(dst, dst_pe, at(k), tile);
+    } else {
+      const tmashmem::TileCoord c = at(k);
+      tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
+                                        tmashmem::detail::smem_address(tile), c.c);
+      tmashmem::detail::bulk_commit();
+    }
+    // Refill the stage that put k - kWindow used, once only the kWindow newest puts may
+    // still be reading (kWindow 1: the benchmark's pipeline).
+    const long freed = k - kWindow;
+    if (freed >= 0 && freed + static_cast<long>(stages) < total) {
+      tmashmem::bulk_wait_group_read<kWindow>();
+      get(freed + stages);
+    }
+  }
+  tmashmem::quiet();
+  for (uint32_t s = 0; s < stages; ++s) bars[s].inval();
+}
+
+struct View {
+  tmashmem_tensor_t t = nullptr;
+  tmashmem_tensor_handle_t h{};
+  View(void* p, size_t bytes, uint32_t row_bytes, uint32_t box_rows) {
+    tmashmem_tensor_desc_t d;
+    const uint64_t dims[2] = {row_bytes / 4, bytes / row_bytes};
+    const uint32_t box[2] = {row_bytes / 4, box_rows};
+    check_tm(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box), "desc_init");
+    d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
+    check_tm(tmashmem_tensor_view(p, &d, &t), "tensor_view");
+    check_tm(tmashmem_tensor_handle(t, &h), "tensor_handle");
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 7;
+  check_tm(tmashmem_init(), "tmashmem_init");
+  const int me = tmashmem_my_pe(), npes = tmashmem_n_pes();
+  const int pe = npes > 1 ? 1 : 0;
+  cuda(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
+  int sms_all = 0;
+  cuda(cudaDeviceGetAttribute(&sms_all, cudaDevAttrMultiProcessorCount, tmashmem_device()), "sms");
+  const size_t max_bytes = size_t(1) << 20, guard = 4096;
+  char* src = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
+  char* dst = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
+  if (!src || !dst) die("tmashmem_malloc");
+  // Tile views: rows of 512 B (512 B tiles) and of 1 KiB (1, 4, 8, 32 KiB tiles).
+  struct Shape {
+    uint32_t row, rows;
+  };
+  const std::vector<Shape> shapes = {{512, 1}, {1024, 1}, {1024, 4}, {1024, 8}, {1024, 32}};
+  std::vector<View> sv, dv;
+  for (const Shape& s : shapes) {
+    sv.emplace_back(src, max_bytes, s.row, s.rows);
+    dv.emplace_back(dst, max_bytes, s.row, s.rows);
+  }
+  tmashmem_ctx_t ctx;
+  check_tm(tmashmem_device_ctx(&ctx), "device_ctx");
+  char* peer_dst = static_cast<char*>(tmashmem_ptr(dst, pe));
+  check_tm(tmashmem_barrier_all(), "barrier");
+  int failures = 0;
+  if (me == 0) {
+    std::vector<unsigned char> host(max_bytes), back(max_bytes + guard);
+    for (size_t i = 0; i < max_bytes; ++i) host[i] = static_cast<unsigned char>(i * 131 + (i >> 9));
+    cuda(cudaMemcpy(src, host.data(), max_bytes, cudaMemcpyHostToDevice), "fill");
+    int* error = nullptr;
+    cuda(cudaMalloc(&error, sizeof(int)), "malloc");
+    cuda(cudaMemset(error, 0, sizeof(int)), "memset");
+    cudaStream_t st;
+    cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    cudaEvent_t a, b;
+    cuda(cudaEventCreate(&a), "event");
+    cuda(cudaEventCreate(&b), "event");
+    const int max_smem = 200 * 1024;
+#define PROBE_TILE_ATTR(P, W) \
+  cuda(cudaFuncSetAttribute(tile_kernel<P, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "attr")
+    PROBE_TILE_ATTR(true, 1);
+    PROBE_TILE_ATTR(false, 1);
+    PROBE_TILE_ATTR(true, 4);
+    PROBE_TILE_ATTR(false, 4);
+#undef PROBE_TILE_ATTR
+    std::printf("# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 thread (tile) per CTA, "
+                "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
+                npes, pe, reps);
+    std::printf("%-8s %4s %-26s %9s %9s %7s %s\n", "bytes", "sms", "variant", "us/iter", "GB/s",
+                "ratio", "check");
+    const std::vector<int> sm_list = {16, 32, 66, sms_all};
+    for (size_t bytes = size_t(64) << 10; bytes <= max_bytes; bytes *= 2) {
+      const long iters = 1000;
+      for (int sms : sm_list) {
+        double plain_gbps = 0;
+        auto run = [&](const std::string& what, auto&& launch) {
+          cuda(cudaMemsetAsync(peer_dst, 0xA5, bytes + guard, st), "poison");
+          launch(iters / 10);  // warm-up
+          std::vector<double> us;
+          for (int r = 0; r < reps; ++r) {
+            cuda(cudaEventRecord(a, st), "record");
+            launch(iters);
+            cuda(cudaEventRecord(b, st), "record");
+            cuda(cudaEventSynchronize(b), what.c_str());
+            float ms = 0;
+            cuda(cudaEventElapsedTime(&ms, a, b), "elapsed");
+            us.push_back(1000.0 * ms / iters);
+          }
+          std::sort(us.begin(), us.end());
+          const double t = us[us.size() / 2];
+          const double gbps = bytes / (t * 1e3);
+          if (plain_gbps == 0) plain_gbps = gbps;
+          int err = 0;
+          cuda(cudaMemcpy(&err, error, sizeof(int), cudaMemcpyDeviceToHost), "error");
+          cuda(cudaMemset(error, 0, sizeof(int)), "error reset");
+          cuda(cudaMemcpy(back.data(), peer_dst, bytes + guard, cudaMemcpyDeviceToHost), "back");
+          bool ok = err == 0 && std::memcmp(back.data(), host.data(), bytes) == 0;
+          for (size_t i = bytes; i < bytes + guard; ++i) ok = ok && back[i] == 0xA5;
+          if (!ok) ++failures;
+          std::printf("%-8zu %4d %-26s %9.3f %9.1f %7.3f %s\n", bytes, sms, what.c_str(), t, gbps,
+                      gbps / plain_gbps, ok ? "ok" : "FAIL");
+        };
+        auto block = [&](auto v) {
+          constexpr Block V = decltype(v)::value;
+          run(name(V), [&](long it) {
+            block_kernel<V><<<sms, 1024, 0, st>>>(ctx, dst, peer_dst, src, bytes, pe, it);
+            cuda(cudaGetLastError(), name(V));
+          });
+        };
+        block(std::integral_constant<Block, Block::Plain>{});
+        block(std::integral_constant<Block, Block::PlainSync>{});
+        block(std::integral_constant<Block, Block::PlainGeneric>{});
+        block(std::integral_constant<Block, Block::Library>{});
+        block(std::integral_constant<Block, Block::CopyLoop>{});
+        if (bytes / sms <= size_t(64) << 10)
+          block(std::integral_constant<Block, Block::LoadSyncStore>{});
+        for (size_t v = 0; v < shapes.size(); ++v) {
+          const uint32_t tile = shapes[v].row * shapes[v].rows;
+          const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
+          const uint32_t stages = std::min<uint32_t>(32, std::max<uint32_t>(6, 196608 / tile));
+          const size_t smem = 128 + size_t(tile) * stages + 8 * stages;
+          auto tile_run = [&](auto lib, auto window) {
+            constexpr bool P = decltype(lib)::value;
+            constexpr int W = decltype(window)::value;
+            char label[64];
+            std::snprintf(label, sizeof label, "tile%s_%uB_w%d", P ? "" : "_nofence", tile, W);
+            run(label, [&](long it) {
+              tile_kernel<P, W><<<sms, 1, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages, it,
+                                                      2000000000ull, error);
+              cuda(cudaGetLastError(), label);
+            });
+          };
+          tile_run(std::true_type{}, std::integral_constant<int, 1>{});
+          tile_run(std::false_type{}, std::integral_constant<int, 1>{});
+          tile_run(std::true_type{}, std::integral_constant<int, 4>{});
+          tile_run(std::false_type{}, std::integral_constant<int, 4>{});
+        }
+      }
+    }
+    std::printf("# %d failed checks\n", failures);
+  }
+  MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  check_tm(tmashmem_barrier_all(), "barrier");
+  for (size_t v = 0; v < shapes.size(); ++v) {
+    check_tm(tmashmem_tensor_destroy(sv[v].t), "destroy");
+    check_tm(tmashmem_tensor_destroy(dv[v].t), "destroy");
+  }
+  tmashmem_free(dst);
+  tmashmem_free(src);
+  tmashmem_finalize();
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}
