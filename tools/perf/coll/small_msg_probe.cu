@@ -50,6 +50,8 @@ enum class Block {
   Library,       // tmashmem::putmem_block
   CopyLoop,      // the library's copy loop (detail::copy_bytes) without the barrier
   LoadSyncStore, // each thread loads its units (up to 4), __syncthreads(), then stores
+  LastBatchSync, // batches of 4 units per thread; the last batch's loads, the barrier, its stores
+  GlobalPtx,     // plain loop, ld.global.v4 / st.global.v4 from generic pointers, + barrier
 };
 const char* name(Block b) {
   switch (b) {
@@ -59,6 +61,8 @@ const char* name(Block b) {
     case Block::Library: return "putmem_block";
     case Block::CopyLoop: return "copy_bytes";
     case Block::LoadSyncStore: return "load+sync+store";
+    case Block::LastBatchSync: return "lastbatch_sync";
+    case Block::GlobalPtx: return "ld/st.global+sync";
   }
   return "?";
 }
@@ -85,6 +89,47 @@ __device__ __forceinline__ void plain_copy(char* dst, const char* src, size_t n)
   for (; i < units; i += stride) d[i] = s[i];
 }
 
+// The block put with its barrier between the last loads and the last stores: on return
+// every thread's loads are done (the source is reusable), the stores may still be in flight.
+__device__ __forceinline__ void last_batch_sync_copy(char* dst, const char* src, size_t n) {
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  const size_t units = n / 16, stride = blockDim.x, t = threadIdx.x;
+  const size_t mine = t < units ? (units - 1 - t) / stride + 1 : 0;
+  const size_t last = mine == 0 ? 0 : (mine - 1) % 4 + 1;
+  size_t i = t;
+  for (size_t k = 0; k + last < mine; k += 4, i += 4 * stride) {
+    const uint4 a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
+    d[i] = a;
+    d[i + stride] = b;
+    d[i + 2 * stride] = c;
+    d[i + 3 * stride] = e;
+  }
+  uint4 v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (size_t(j) < last) v[j] = s[i + j * stride];
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (size_t(j) < last) d[i + j * stride] = v[j];
+}
+
+__device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
+  const size_t units = n / 16, stride = blockDim.x;
+  const uint64_t d = __cvta_generic_to_global(dst), s = __cvta_generic_to_global(src);
+  for (size_t i = threadIdx.x; i < units; i += stride) {
+    uint32_t a, b, c, e;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(e)
+                 : "l"(s + 16 * i));
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(d + 16 * i), "r"(a), "r"(b),
+                 "r"(c), "r"(e)
+                 : "memory");
+  }
+  __syncthreads();
+}
+
 template <Block V>
 __global__ void __launch_bounds__(1024)
     block_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst_sym, char* dst_peer,
@@ -105,6 +150,8 @@ __global__ void __launch_bounds__(1024)
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::CopyLoop)
       tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
+    if constexpr (V == Block::LastBatchSync) last_batch_sync_copy(dp, sp, n);
+    if constexpr (V == Block::GlobalPtx) global_ptx_copy(dp, sp, n);
     if constexpr (V == Block::LoadSyncStore) {
       // Shares of up to 4 units per thread (64 KiB per CTA of 1024 threads) only.
       uint4* d = reinterpret_cast<uint4*>(dp);
@@ -297,6 +344,8 @@ int main(int argc, char** argv) {
         block(std::integral_constant<Block, Block::CopyLoop>{});
         if (bytes / sms <= size_t(64) << 10)
           block(std::integral_constant<Block, Block::LoadSyncStore>{});
+        block(std::integral_constant<Block, Block::LastBatchSync>{});
+        block(std::integral_constant<Block, Block::GlobalPtx>{});
         for (size_t v = 0; v < shapes.size(); ++v) {
           const uint32_t tile = shapes[v].row * shapes[v].rows;
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
