@@ -34,43 +34,51 @@ enum class RedOp : int {
 template <tmashmem_dtype_t D>
 struct CollElem;
 
-template <>
-struct CollElem<TMASHMEM_DTYPE_F32> {
-  using Bits = float;
-  using Acc = float;
+/// f32 and i32: reduced as they are stored.
+template <class T>
+struct CollSameElem {
+  using Bits = T;
+  using Acc = T;
   __device__ static __forceinline__ Acc load(Bits x) { return x; }
   __device__ static __forceinline__ Bits store(Acc x) { return x; }
 };
 
-template <>
-struct CollElem<TMASHMEM_DTYPE_F16> {
+/// f16 and bf16: 16-bit storage reduced in fp32; Convert has to_float and from_float (the
+/// one rounding, to nearest even).
+template <class Convert>
+struct CollHalfElem {
   using Bits = uint16_t;
   using Acc = float;
-  __device__ static __forceinline__ Acc load(Bits x) { return __half2float(__ushort_as_half(x)); }
-  __device__ static __forceinline__ Bits store(Acc x) {
+  __device__ static __forceinline__ Acc load(Bits x) { return Convert::to_float(x); }
+  __device__ static __forceinline__ Bits store(Acc x) { return Convert::from_float(x); }
+};
+
+struct CollF16Convert {
+  __device__ static __forceinline__ float to_float(uint16_t x) {
+    return __half2float(__ushort_as_half(x));
+  }
+  __device__ static __forceinline__ uint16_t from_float(float x) {
     return __half_as_ushort(__float2half_rn(x));
   }
 };
 
-template <>
-struct CollElem<TMASHMEM_DTYPE_BF16> {
-  using Bits = uint16_t;
-  using Acc = float;
-  __device__ static __forceinline__ Acc load(Bits x) {
+struct CollBf16Convert {
+  __device__ static __forceinline__ float to_float(uint16_t x) {
     return __uint_as_float(static_cast<uint32_t>(x) << 16);
   }
-  __device__ static __forceinline__ Bits store(Acc x) {
+  __device__ static __forceinline__ uint16_t from_float(float x) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(x));
   }
 };
 
 template <>
-struct CollElem<TMASHMEM_DTYPE_I32> {
-  using Bits = int32_t;
-  using Acc = int32_t;
-  __device__ static __forceinline__ Acc load(Bits x) { return x; }
-  __device__ static __forceinline__ Bits store(Acc x) { return x; }
-};
+struct CollElem<TMASHMEM_DTYPE_F32> : CollSameElem<float> {};
+template <>
+struct CollElem<TMASHMEM_DTYPE_I32> : CollSameElem<int32_t> {};
+template <>
+struct CollElem<TMASHMEM_DTYPE_F16> : CollHalfElem<CollF16Convert> {};
+template <>
+struct CollElem<TMASHMEM_DTYPE_BF16> : CollHalfElem<CollBf16Convert> {};
 
 /// Whether the reducing collectives take `dtype` (any op of RedOp applies to each).
 __host__ __device__ constexpr bool coll_reduce_dtype_supported(uint32_t dtype) {
