@@ -64,23 +64,35 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
   const CollState st = coll_pad_state(a.ctx);
   const CollCopy how = a.bulk ? CollCopy::Bulk : CollCopy::Sm;
   const CollMode mode = a.push ? CollMode::Push : CollMode::Pull;
+  const CollStaging stg{static_cast<char*>(a.staging), a.staging_slot_bytes};
   Status s = Status::Ok;
   if constexpr (K == CollKind::Allgather)
-    s = allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how, scratch(),
-                        a.timeout_ns, what);
+    s = a.staged ? allgather_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
+                                          a.timeout_ns, what)
+                 : allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
+                                   scratch(), a.timeout_ns, what);
   else if constexpr (K == CollKind::Alltoall)
-    s = alltoall_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how, scratch(),
-                       a.timeout_ns, what);
+    s = a.staged ? alltoall_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
+                                         a.timeout_ns, what)
+                 : alltoall_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
+                                  scratch(), a.timeout_ns, what);
   else if constexpr (K == CollKind::Alltoallv)
     s = alltoallv_block(a.ctx, st, b, a.dest, a.dest_bytes, a.src, a.src_bytes, a.send_counts,
                         a.send_offsets, a.recv_offsets, b, parts, how, scratch(), a.timeout_ns,
                         what);
   else if constexpr (K == CollKind::Broadcast)
-    s = broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, how, scratch(),
-                        a.timeout_ns, what);
+    s = a.staged ? broadcast_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, a.root, b,
+                                          parts, a.timeout_ns, what)
+                 : broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, how,
+                                   scratch(), a.timeout_ns, what);
   else if constexpr (K == CollKind::ReduceScatter)
-    s = reduce_scatter_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size, b, parts, a.timeout_ns,
-                                    what);
+    s = a.staged ? coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size,
+                                                   a.size, b, parts, a.timeout_ns, what)
+                 : reduce_scatter_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size, b, parts,
+                                               a.timeout_ns, what);
+  else if (a.staged)  // all-reduce, one-shot
+    s = coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size, 0, b, parts,
+                                        a.timeout_ns, what);
   else
     s = allreduce_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size,
                                static_cast<AllreduceAlgo>(a.algo), b, parts, how, scratch(),
