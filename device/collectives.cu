@@ -37,29 +37,17 @@ __device__ __forceinline__ void finish(const CollArgs& a, Status s, const char* 
   __trap();
 }
 
-__host__ __device__ constexpr const char* call_name(CollKind k) {
-  switch (k) {
-    case CollKind::Allgather:
-      return "tmashmem_allgather_on_stream";
-    case CollKind::ReduceScatter:
-      return "tmashmem_reduce_scatter_on_stream";
-    case CollKind::Allreduce:
-      return "tmashmem_allreduce_on_stream";
-    case CollKind::Alltoall:
-      return "tmashmem_alltoall_on_stream";
-    case CollKind::Alltoallv:
-      return "tmashmem_alltoallv_on_stream";
-    case CollKind::Broadcast:
-      return "tmashmem_broadcast_on_stream";
-  }
-  return "a collective";
-}
+// The public call of each CollKind, in CollKind's order (the kernels' messages name it).
+__device__ constexpr const char* kCallNames[] = {
+    "tmashmem_allgather_on_stream", "tmashmem_reduce_scatter_on_stream",
+    "tmashmem_allreduce_on_stream", "tmashmem_alltoall_on_stream",
+    "tmashmem_alltoallv_on_stream", "tmashmem_broadcast_on_stream"};
 
 // The one kernel of every collective: CTA b runs slot b on part b of gridDim.x. D and Op
 // matter to the reducing kinds only.
 template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
 __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ CollArgs a) {
-  constexpr const char* what = call_name(K);
+  const char* what = kCallNames[static_cast<int>(K)];
   const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
   const CollState st = coll_pad_state(a.ctx);
   const CollCopy how = a.bulk ? CollCopy::Bulk : CollCopy::Sm;

@@ -22,52 +22,8 @@ using namespace coll_perf;
 
 namespace {
 
-void die(const std::string& what) {
-  std::fprintf(stderr, "[rank %d] tmashmem-coll-perf: %s\n", rank(), what.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
 void check_tm(tmashmem_status_t st, const char* what) {
-  if (st != TMASHMEM_SUCCESS) die(std::string(what) + ": " + tmashmem_last_error());
-}
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Mean microseconds per call of `enqueue` on `stream` (warm-up first). With o.graph the
-// timed calls are captured into one graph first and the graph's launch is timed.
-double time_calls(const Options& o, cudaStream_t stream, const std::function<void()>& enqueue) {
-  for (int i = 0; i < o.warmup; ++i) enqueue();
-  check_cuda(cudaStreamSynchronize(stream), "warm-up");
-  cudaGraphExec_t exec = nullptr;
-  if (o.graph) {
-    cudaGraph_t graph;
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < o.iters; ++i) enqueue();
-    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    check_cuda(cudaGraphDestroy(graph), "cudaGraphDestroy");
-    check_cuda(cudaGraphLaunch(exec, stream), "graph warm-up");
-    check_cuda(cudaStreamSynchronize(stream), "graph warm-up");
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-  if (exec)
-    check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-  else
-    for (int i = 0; i < o.iters; ++i) enqueue();
-  check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-  check_cuda(cudaEventSynchronize(stop), "the timed calls");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (exec) cudaGraphExecDestroy(exec);
-  return 1000.0 * ms / o.iters;
+  if (st != TMASHMEM_SUCCESS) fail(std::string(what) + ": " + tmashmem_last_error());
 }
 
 // True when no two ranks share a GPU (by PCI bus id).
@@ -103,7 +59,7 @@ int main(int argc, char** argv) {
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   void* src = tmashmem_malloc(o.max_bytes);
   void* dst = tmashmem_malloc(o.max_bytes);
-  if (!src || !dst) die(std::string("tmashmem_malloc: ") + tmashmem_last_error());
+  if (!src || !dst) fail(std::string("tmashmem_malloc: ") + tmashmem_last_error());
   check_cuda(cudaMemset(src, 1, o.max_bytes), "cudaMemset");
 
 #ifdef TMASHMEM_COLL_PERF_NCCL
@@ -113,7 +69,7 @@ int main(int argc, char** argv) {
     ncclUniqueId id;
     if (rank() == 0) ncclGetUniqueId(&id);
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (ncclCommInitRank(&comm, n, id, rank()) != ncclSuccess) die("ncclCommInitRank");
+    if (ncclCommInitRank(&comm, n, id, rank()) != ncclSuccess) fail("ncclCommInitRank");
   } else if (rank() == 0) {
     std::printf("# NCCL rows left out: ranks share a GPU (NCCL refuses two ranks on one GPU)\n");
   }
