@@ -53,6 +53,24 @@ bool report(const Failure& f, const char* what) {
   return false;
 }
 
+// Launches a checking kernel with `launch(failure)` (a zeroed device Failure it fills),
+// waits for it and reports what it found as `what`.
+template <class Launch>
+bool run_checked_kernel(const char* what, Launch launch) {
+  Failure* failure = nullptr;
+  bool ok = GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
+  ok = ok && GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
+  if (!ok) return false;
+  launch(failure);
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
+  Failure f{};
+  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
+  ok &= report(f, what);
+  cudaFree(failure);
+  return ok;
+}
+
 // The seed of (round, pe): a function of a base read from device memory at run time.
 __host__ __device__ inline uint64_t round_seed(uint64_t base, uint64_t round, int pe) {
   return mix64(base ^ mix64(round * 1000003ull + uint64_t(pe)));
@@ -280,20 +298,13 @@ TEST_CASE("collectives: device building blocks between a kernel's own computatio
   auto* z = static_cast<int32_t*>(tmashmem_malloc(count * 4));
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(kDeviceCtas));
   REQUIRE(all_ranks(x && gathered && y && z && state));
-  Failure* failure = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
-  ok &= GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
   const tmashmem_ctx_t ctx = s.ctx();
   const tmashmem::CollState st = tmashmem::coll_state(state, kDeviceCtas);
   const int rounds = 20;
-  compute_and_communicate<<<kDeviceCtas, 256, kScratch + 16>>>(
-      ctx, st, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
-  Failure f{};
-  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
-  ok &= report(f, "device building blocks");
-  cudaFree(failure);
+  bool ok = run_checked_kernel("device building blocks", [&](Failure* failure) {
+    compute_and_communicate<<<kDeviceCtas, 256, kScratch + 16>>>(
+        ctx, st, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
+  });
   ok &= sync_and_barrier();
   tmashmem_free(state);
   tmashmem_free(z);
@@ -418,17 +429,10 @@ TEST_CASE("collectives: tile steps (TMA get/put all-gather, TMA reduce into the 
   tmashmem_tensor_handle_t hg, hr;
   ok &= GPU_TEST_TM(tmashmem_tensor_handle(tg, &hg));
   ok &= GPU_TEST_TM(tmashmem_tensor_handle(tr, &hr));
-  Failure* failure = nullptr;
-  ok &= GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
-  ok &= GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
-  tile_collectives<<<1, 128>>>(s.ctx(), tmashmem::coll_state(state, 2), hg, hr, 20,
-                               seed_for(0x711E, 0), kWaitNs, failure);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
-  Failure f{};
-  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
-  ok &= report(f, "tile steps");
-  cudaFree(failure);
+  ok &= run_checked_kernel("tile steps", [&](Failure* failure) {
+    tile_collectives<<<1, 128>>>(s.ctx(), tmashmem::coll_state(state, 2), hg, hr, 20,
+                                 seed_for(0x711E, 0), kWaitNs, failure);
+  });
   ok &= sync_and_barrier();
   tmashmem_free(state);
   tmashmem_tensor_destroy(tr);
