@@ -2,9 +2,12 @@
 // kernel, 64 KiB to 1 MiB, the same SM counts in the same run (2 PEs: PE 0 puts into PE 1's
 // heap, PE 1 waits). Every variant runs `iters` back-to-back copies of the whole size in
 // one kernel, as tools/perf's bandwidth rows do, and its destination is checked after the
-// timed repetitions. Variants take the block put apart (barrier, generic addressing, the
-// library's copy loop) and the tile put (its proxy fence, how many puts may read shared
-// memory at once, the tile size), so that a row names what a message costs.
+// timed repetitions. Beside the library's calls: the plain copy with a barrier per copy and
+// with explicit global-space accesses (what a block-scope put can reach), and the tile
+// pipeline of tools/perf/tile_kernels.cuh in two loops: its own (tile, stage and parity by
+// 64-bit division and modulo every tile) and one that counts them instead, with and
+// without tma_put_tile's proxy fence, over tile sizes (docs/performance.md, "Small
+// messages", has the findings).
 //
 //   mpirun -np 2 tmashmem-small-msg-probe [reps]
 #include <cuda_runtime.h>
@@ -46,31 +49,19 @@ __host__ __device__ inline Range share(size_t bytes, unsigned i, unsigned n) {
 enum class Block {
   Plain,         // tools/perf's sm_copy_kernel: global pointers, no barrier
   PlainSync,     // the same + __syncthreads() after every copy
-  PlainGeneric,  // the same loop on generic pointers (what a library call sees)
   Library,       // tmashmem::putmem_block
   CopyLoop,      // the library's copy loop (detail::copy_bytes) without the barrier
-  LoadSyncStore, // each thread loads its units (up to 4), __syncthreads(), then stores
-  LastBatchSync, // batches of 4 units per thread; the last batch's loads, the barrier, its stores
-  GlobalPtx,     // plain loop, ld.global.v4 / st.global.v4 from generic pointers, + barrier
+  GlobalPtx,     // one unit per step, ld.global.v4 / st.global.v4, + barrier
 };
 const char* name(Block b) {
   switch (b) {
     case Block::Plain: return "plain";
     case Block::PlainSync: return "plain+sync";
-    case Block::PlainGeneric: return "plain_generic";
     case Block::Library: return "putmem_block";
     case Block::CopyLoop: return "copy_bytes";
-    case Block::LoadSyncStore: return "load+sync+store";
-    case Block::LastBatchSync: return "lastbatch_sync";
     case Block::GlobalPtx: return "ld/st.global+sync";
   }
   return "?";
-}
-
-template <class T>
-__device__ __forceinline__ T* opaque(T* p) {  // hides the address space from the compiler
-  asm volatile("mov.b64 %0, %0;" : "+l"(p));
-  return p;
 }
 
 template <Block V>
@@ -87,32 +78,6 @@ __device__ __forceinline__ void plain_copy(char* dst, const char* src, size_t n)
     d[i + 3 * stride] = e;
   }
   for (; i < units; i += stride) d[i] = s[i];
-}
-
-// The block put with its barrier between the last loads and the last stores: on return
-// every thread's loads are done (the source is reusable), the stores may still be in flight.
-__device__ __forceinline__ void last_batch_sync_copy(char* dst, const char* src, size_t n) {
-  uint4* d = reinterpret_cast<uint4*>(dst);
-  const uint4* s = reinterpret_cast<const uint4*>(src);
-  const size_t units = n / 16, stride = blockDim.x, t = threadIdx.x;
-  const size_t mine = t < units ? (units - 1 - t) / stride + 1 : 0;
-  const size_t last = mine == 0 ? 0 : (mine - 1) % 4 + 1;
-  size_t i = t;
-  for (size_t k = 0; k + last < mine; k += 4, i += 4 * stride) {
-    const uint4 a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
-    d[i] = a;
-    d[i + stride] = b;
-    d[i + 2 * stride] = c;
-    d[i + 3 * stride] = e;
-  }
-  uint4 v[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (size_t(j) < last) v[j] = s[i + j * stride];
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (size_t(j) < last) d[i + j * stride] = v[j];
 }
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
@@ -138,43 +103,25 @@ __global__ void __launch_bounds__(1024)
   if (r.begin == r.end) return;
   char* dp = dst_peer + r.begin;
   const char* sp = src + r.begin;
-  if constexpr (V == Block::PlainGeneric) {
-    dp = opaque(dp);
-    sp = opaque(sp);
-  }
   const size_t n = r.end - r.begin;
   for (long it = 0; it < iters; ++it) {
-    if constexpr (V == Block::Plain || V == Block::PlainSync || V == Block::PlainGeneric)
+    if constexpr (V == Block::Plain || V == Block::PlainSync)
       plain_copy<V>(dp, sp, n);
     if constexpr (V == Block::PlainSync) __syncthreads();
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::CopyLoop)
       tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
-    if constexpr (V == Block::LastBatchSync) last_batch_sync_copy(dp, sp, n);
     if constexpr (V == Block::GlobalPtx) global_ptx_copy(dp, sp, n);
-    if constexpr (V == Block::LoadSyncStore) {
-      // Shares of up to 4 units per thread (64 KiB per CTA of 1024 threads) only.
-      uint4* d = reinterpret_cast<uint4*>(dp);
-      const uint4* s = reinterpret_cast<const uint4*>(sp);
-      const size_t units = n / 16, stride = blockDim.x;
-      uint4 v[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (threadIdx.x + j * stride < units) v[j] = s[threadIdx.x + j * stride];
-      __syncthreads();
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (threadIdx.x + j * stride < units) d[threadIdx.x + j * stride] = v[j];
-    }
   }
 }
 
-// The tile pipeline of tools/perf/tile_kernels.cuh (tile get of this PE's tile into shared
-// memory, tile put of it into the peer's tensor, `stages` deep), with two knobs: kLibPut
-// (tma_put_tile, which fences the generic proxy first, or the bare tensor store) and
-// kWindow (how many puts may still be reading shared memory before a stage is refilled:
-// 1 in the benchmark).
-template <bool kLibPut, int kWindow>
+// The tile pipeline of tools/perf/tile_kernels.cuh: tile get of this PE's tile into shared
+// memory, tile put of it into the peer's tensor, `stages` deep. kCounted false: its own
+// loop (tile, stage and parity from k by 64-bit division and modulo, every tile); true:
+// the same sequence counted. kLibPut: tma_put_tile (which fences the generic proxy first)
+// or the bare tensor store. kWindow: how many puts may still read shared memory when a
+// stage is refilled (1 in the benchmark).
+template <bool kCounted, bool kLibPut, int kWindow>
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
@@ -186,43 +133,71 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
   const uint32_t box_rows = src.box[1];
   const uint32_t each = (tiles + gridDim.x - 1) / gridDim.x;
   const uint32_t first = min(tiles, blockIdx.x * each);
-  const long n = static_cast<long>(min(tiles, first + each) - first);
+  const uint32_t n = min(tiles, first + each) - first;
   if (threadIdx.x != 0 || n == 0) return;
   tmashmem::tma_acquire_tensor_maps(src);
   tmashmem::tma_acquire_tensor_maps(dst);
   for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
-  const long total = n * iters;
-  auto at = [&](long k) {
-    return tmashmem::TileCoord(0, static_cast<int32_t>((first + uint32_t(k % n)) * box_rows));
-  };
-  auto get = [&](long k) {
-    const uint32_t s = static_cast<uint32_t>(k % stages);
-    bars[s].arrive_expect_tx(box_bytes);
-    tmashmem::tma_get_tile(base + size_t(s) * box_bytes, src, src_pe, at(k), bars[s]);
-  };
-  for (long k = 0; k < total && k < static_cast<long>(stages); ++k) get(k);
-  for (long k = 0; k < total; ++k) {
-    const uint32_t s = static_cast<uint32_t>(k % stages);
-    if (bars[s].wait(static_cast<uint32_t>((k / stages) & 1), timeout_ns) != tmashmem::Status::Ok) {
-      *error = 1;
-      tmashmem::quiet();
-      return;
-    }
-    const unsigned char* tile = base + size_t(s) * box_bytes;
+  const long total = long(n) * iters;
+  auto put = [&](const unsigned char* tile, tmashmem::TileCoord c) {
     if constexpr (kLibPut) {
-      tmashmem::tma_put_tile(dst, dst_pe, at(k), tile);
+      tmashmem::tma_put_tile(dst, dst_pe, c, tile);
     } else {
-      const tmashmem::TileCoord c = at(k);
       tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
                                         tmashmem::detail::smem_address(tile), c.c);
       tmashmem::detail::bulk_commit();
     }
-    // Refill the stage that put k - kWindow used, once only the kWindow newest puts may
-    // still be reading (kWindow 1: the benchmark's pipeline).
-    const long freed = k - kWindow;
-    if (freed >= 0 && freed + static_cast<long>(stages) < total) {
-      tmashmem::bulk_wait_group_read<kWindow>();
-      get(freed + stages);
+  };
+  auto at = [&](uint32_t t) { return tmashmem::TileCoord(0, static_cast<int32_t>((first + t) * box_rows)); };
+  if constexpr (kCounted) {
+    uint32_t get_tile = 0, get_stage = 0;
+    long issued = 0;
+    auto get_next = [&] {
+      bars[get_stage].arrive_expect_tx(box_bytes);
+      tmashmem::tma_get_tile(base + size_t(get_stage) * box_bytes, src, src_pe, at(get_tile),
+                             bars[get_stage]);
+      if (++get_tile == n) get_tile = 0;
+      if (++get_stage == stages) get_stage = 0;
+      ++issued;
+    };
+    while (issued < total && issued < static_cast<long>(stages)) get_next();
+    uint32_t put_tile = 0, stage = 0, parity = 0;
+    for (long k = 0; k < total; ++k) {
+      if (bars[stage].wait(parity, timeout_ns) != tmashmem::Status::Ok) {
+        *error = 1;
+        tmashmem::quiet();
+        return;
+      }
+      put(base + size_t(stage) * box_bytes, at(put_tile));
+      if (k >= kWindow && issued < total) {
+        tmashmem::bulk_wait_group_read<kWindow>();
+        get_next();
+      }
+      if (++put_tile == n) put_tile = 0;
+      if (++stage == stages) stage = 0, parity ^= 1u;
+    }
+  } else {
+    auto row = [&](long k) { return at(static_cast<uint32_t>(k % long(n))); };
+    auto get = [&](long k) {
+      const uint32_t s = static_cast<uint32_t>(k % stages);
+      bars[s].arrive_expect_tx(box_bytes);
+      tmashmem::tma_get_tile(base + size_t(s) * box_bytes, src, src_pe, row(k), bars[s]);
+    };
+    for (long k = 0; k < total && k < static_cast<long>(stages); ++k) get(k);
+    for (long k = 0; k < total; ++k) {
+      const uint32_t s = static_cast<uint32_t>(k % stages);
+      if (bars[s].wait(static_cast<uint32_t>((k / stages) & 1), timeout_ns) !=
+          tmashmem::Status::Ok) {
+        *error = 1;
+        tmashmem::quiet();
+        return;
+      }
+      put(base + size_t(s) * box_bytes, row(k));
+      const long freed = k - kWindow;
+      if (freed >= 0 && freed + static_cast<long>(stages) < total) {
+        tmashmem::bulk_wait_group_read<kWindow>();
+        get(freed + stages);
+      }
     }
   }
   tmashmem::quiet();
@@ -286,13 +261,14 @@ int main(int argc, char** argv) {
     cuda(cudaEventCreate(&a), "event");
     cuda(cudaEventCreate(&b), "event");
     const int max_smem = 200 * 1024;
-#define PROBE_TILE_ATTR(P, W) \
-  cuda(cudaFuncSetAttribute(tile_kernel<P, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "attr")
-    PROBE_TILE_ATTR(true, 1);
-    PROBE_TILE_ATTR(false, 1);
-    PROBE_TILE_ATTR(true, 4);
-    PROBE_TILE_ATTR(false, 4);
-#undef PROBE_TILE_ATTR
+    auto allow_smem = [&](auto k) {
+      cuda(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "attr");
+    };
+    allow_smem(tile_kernel<false, true, 1>);
+    allow_smem(tile_kernel<true, true, 1>);
+    allow_smem(tile_kernel<true, false, 1>);
+    allow_smem(tile_kernel<true, true, 4>);
+    allow_smem(tile_kernel<true, false, 4>);
     std::printf("# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 thread (tile) per CTA, "
                 "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
                 npes, pe, reps);
@@ -339,33 +315,35 @@ int main(int argc, char** argv) {
         };
         block(std::integral_constant<Block, Block::Plain>{});
         block(std::integral_constant<Block, Block::PlainSync>{});
-        block(std::integral_constant<Block, Block::PlainGeneric>{});
         block(std::integral_constant<Block, Block::Library>{});
         block(std::integral_constant<Block, Block::CopyLoop>{});
-        if (bytes / sms <= size_t(64) << 10)
-          block(std::integral_constant<Block, Block::LoadSyncStore>{});
-        block(std::integral_constant<Block, Block::LastBatchSync>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});
         for (size_t v = 0; v < shapes.size(); ++v) {
           const uint32_t tile = shapes[v].row * shapes[v].rows;
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
           const uint32_t stages = std::min<uint32_t>(32, std::max<uint32_t>(6, 196608 / tile));
           const size_t smem = 128 + size_t(tile) * stages + 8 * stages;
-          auto tile_run = [&](auto lib, auto window) {
-            constexpr bool P = decltype(lib)::value;
+          auto tile_run = [&](auto counted, auto lib, auto window) {
+            constexpr bool C = decltype(counted)::value, P = decltype(lib)::value;
             constexpr int W = decltype(window)::value;
             char label[64];
-            std::snprintf(label, sizeof label, "tile%s_%uB_w%d", P ? "" : "_nofence", tile, W);
+            std::snprintf(label, sizeof label, "tile%s%s_%uB_w%d", C ? "_counted" : "",
+                          P ? "" : "_nofence", tile, W);
             run(label, [&](long it) {
-              tile_kernel<P, W><<<sms, 1, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages, it,
-                                                      2000000000ull, error);
+              tile_kernel<C, P, W><<<sms, 1, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages,
+                                                         it, 2000000000ull, error);
               cuda(cudaGetLastError(), label);
             });
           };
-          tile_run(std::true_type{}, std::integral_constant<int, 1>{});
-          tile_run(std::false_type{}, std::integral_constant<int, 1>{});
-          tile_run(std::true_type{}, std::integral_constant<int, 4>{});
-          tile_run(std::false_type{}, std::integral_constant<int, 4>{});
+          using F = std::false_type;
+          using T = std::true_type;
+          using W1 = std::integral_constant<int, 1>;
+          using W4 = std::integral_constant<int, 4>;
+          tile_run(F{}, T{}, W1{});
+          tile_run(T{}, T{}, W1{});
+          tile_run(T{}, F{}, W1{});
+          tile_run(T{}, T{}, W4{});
+          tile_run(T{}, F{}, W4{});
         }
       }
     }
