@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
                  : broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, how,
                                    scratch(), a.timeout_ns, what);
   else if constexpr (K == CollKind::ReduceScatter)
-    s = a.staged ? coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size,
-                                                   a.size, b, parts, a.timeout_ns, what)
+    s = a.staged ? coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size, a.size,
+                                                   b, parts, a.timeout_ns, what)
                  : reduce_scatter_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size, b, parts,
                                                a.timeout_ns, what);
   else if (a.staged)  // all-reduce, one-shot

@@ -118,8 +118,8 @@ struct Fixture {
 };
 
 // 262144 - 16: near the largest piece the staged forms take (256 KiB per peer).
-const std::vector<size_t> kByteSizes = {
-    1, 3, 16, 100, 4093, 65536 + 5, 262144 - 16, (size_t(1) << 20) | 7};
+const std::vector<size_t> kByteSizes = {1,    3,         16,          100,
+                                        4093, 65536 + 5, 262144 - 16, (size_t(1) << 20) | 7};
 
 }  // namespace
 
@@ -270,8 +270,8 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
     const size_t rs_count = count / size_t(n);
     const auto seeds = f.seeds();
     ok &=
-        run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 256 MiB"),
-                 dt, elem_bytes(dt), make_input(dt, seeds[me], 0, rs_count * size_t(n)), 0, 0,
+        run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 256 MiB"), dt,
+                 elem_bytes(dt), make_input(dt, seeds[me], 0, rs_count * size_t(n)), 0, 0,
                  reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, size_t(me) * rs_count, rs_count),
                  [&](uint8_t* d, uint8_t* s) {
                    return tmashmem_reduce_scatter_on_stream(d, s, rs_count,

@@ -48,7 +48,7 @@ inline size_t parse_size(const char* text) {
 inline bool parse(int argc, char** argv, Options* o) {
   const std::pair<const char*, size_t*> sizes[] = {
       {"-b", &o->min_bytes}, {"-e", &o->max_bytes}, {"-f", &o->factor}};
-  const std::pair<const char*, int*> numbers[] = {{"-g", &o->gpus},  {"-n", &o->iters},
+  const std::pair<const char*, int*> numbers[] = {{"-g", &o->gpus},   {"-n", &o->iters},
                                                   {"-w", &o->warmup}, {"-m", &o->n_sms},
                                                   {"-a", &o->algo},   {"-G", &o->graph}};
   for (int i = 1; i + 1 < argc; i += 2) {

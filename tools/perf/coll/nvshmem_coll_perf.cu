@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   if (nvshmemx_set_attr_uniqueid_args(rank(), size_ranks, &id, &attr) != 0)
     fail("nvshmemx_set_attr_uniqueid_args failed");
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) fail("nvshmemx_init_attr failed");
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
+    fail("nvshmemx_init_attr failed");
   const int n = nvshmem_n_pes();
   cudaStream_t stream;
   cudaStreamCreate(&stream);

@@ -47,19 +47,24 @@ __host__ __device__ inline Range share(size_t bytes, unsigned i, unsigned n) {
 }
 
 enum class Block {
-  Plain,         // tools/perf's sm_copy_kernel: global pointers, no barrier
-  PlainSync,     // the same + __syncthreads() after every copy
-  Library,       // tmashmem::putmem_block
-  CopyLoop,      // the library's copy loop (detail::copy_bytes) without the barrier
-  GlobalPtx,     // one unit per step, ld.global.v4 / st.global.v4, + barrier
+  Plain,      // tools/perf's sm_copy_kernel: global pointers, no barrier
+  PlainSync,  // the same + __syncthreads() after every copy
+  Library,    // tmashmem::putmem_block
+  CopyLoop,   // the library's copy loop (detail::copy_bytes) without the barrier
+  GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
 };
 const char* name(Block b) {
   switch (b) {
-    case Block::Plain: return "plain";
-    case Block::PlainSync: return "plain+sync";
-    case Block::Library: return "putmem_block";
-    case Block::CopyLoop: return "copy_bytes";
-    case Block::GlobalPtx: return "ld/st.global+sync";
+    case Block::Plain:
+      return "plain";
+    case Block::PlainSync:
+      return "plain+sync";
+    case Block::Library:
+      return "putmem_block";
+    case Block::CopyLoop:
+      return "copy_bytes";
+    case Block::GlobalPtx:
+      return "ld/st.global+sync";
   }
   return "?";
 }
@@ -105,8 +110,7 @@ __global__ void __launch_bounds__(1024)
   const char* sp = src + r.begin;
   const size_t n = r.end - r.begin;
   for (long it = 0; it < iters; ++it) {
-    if constexpr (V == Block::Plain || V == Block::PlainSync)
-      plain_copy<V>(dp, sp, n);
+    if constexpr (V == Block::Plain || V == Block::PlainSync) plain_copy<V>(dp, sp, n);
     if constexpr (V == Block::PlainSync) __syncthreads();
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::CopyLoop)
@@ -148,7 +152,9 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
       tmashmem::detail::bulk_commit();
     }
   };
-  auto at = [&](uint32_t t) { return tmashmem::TileCoord(0, static_cast<int32_t>((first + t) * box_rows)); };
+  auto at = [&](uint32_t t) {
+    return tmashmem::TileCoord(0, static_cast<int32_t>((first + t) * box_rows));
+  };
   if constexpr (kCounted) {
     uint32_t get_tile = 0, get_stage = 0;
     long issued = 0;
@@ -269,9 +275,10 @@ int main(int argc, char** argv) {
     allow_smem(tile_kernel<true, false, 1>);
     allow_smem(tile_kernel<true, true, 4>);
     allow_smem(tile_kernel<true, false, 4>);
-    std::printf("# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 thread (tile) per CTA, "
-                "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
-                npes, pe, reps);
+    std::printf(
+        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 thread (tile) per CTA, "
+        "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
+        npes, pe, reps);
     std::printf("%-8s %4s %-26s %9s %9s %7s %s\n", "bytes", "sms", "variant", "us/iter", "GB/s",
                 "ratio", "check");
     const std::vector<int> sm_list = {16, 32, 66, sms_all};

@@ -32,9 +32,8 @@ namespace detail {
 __device__ __forceinline__ Status coll_blocks_step(const Ctx& ctx, const CollState& st, int slot,
                                                    void* dest, const void* src, size_t bytes,
                                                    size_t src_stride, int part, int parts,
-                                                   CollMode mode, CollCopy how,
-                                                   CollScratch scratch, uint64_t timeout_ns,
-                                                   const char* what) {
+                                                   CollMode mode, CollCopy how, CollScratch scratch,
+                                                   uint64_t timeout_ns, const char* what) {
   const CollSlice s = coll_slice(bytes, part, parts);
   char* d = static_cast<char*>(dest) + s.offset;
   const char* f = static_cast<const char*>(src) + s.offset;
@@ -44,11 +43,11 @@ __device__ __forceinline__ Status coll_blocks_step(const Ctx& ctx, const CollSta
     for (int k = 1; k < ctx.n_pes; ++k) {
       const int q = coll_peer(ctx, k);
       if (mode == CollMode::Pull)
-        coll_copy_block(d + size_t(q) * bytes, ptr(ctx, f + size_t(me) * src_stride, q), s.len,
-                        how, scratch);
+        coll_copy_block(d + size_t(q) * bytes, ptr(ctx, f + size_t(me) * src_stride, q), s.len, how,
+                        scratch);
       else
-        coll_copy_block(ptr(ctx, d + size_t(me) * bytes, q), f + size_t(q) * src_stride, s.len,
-                        how, scratch);
+        coll_copy_block(ptr(ctx, d + size_t(me) * bytes, q), f + size_t(q) * src_stride, s.len, how,
+                        scratch);
     }
   };
   return coll_exchange_all(ctx, st, slot, body, timeout_ns, what);

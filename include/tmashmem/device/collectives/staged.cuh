@@ -28,6 +28,7 @@
 #include "tmashmem/device/collectives/exchange.cuh"
 #include "tmashmem/device/collectives/reduce_math.cuh"
 #include "tmashmem/device/copy_loop.cuh"
+#include "tmashmem/device/signal.cuh"
 
 namespace tmashmem {
 
@@ -50,13 +51,36 @@ __device__ __forceinline__ char* coll_staging_at(const CollStaging& stg, int slo
   return stg.base + region * stg.slot_bytes;
 }
 
-__device__ __noinline__ inline void coll_staging_trap(const Ctx& ctx, const char* what,
-                                                      size_t len, size_t slot_bytes) {
-  printf("[tmashmem PE %d] %s: a CTA's piece of %llu bytes exceeds the staging slot of %llu "
-         "bytes; use more CTAs or the direct form\n",
-         ctx.my_pe, what, static_cast<unsigned long long>(len),
-         static_cast<unsigned long long>(slot_bytes));
+__device__ __noinline__ inline void coll_staging_trap(const Ctx& ctx, const char* what, size_t len,
+                                                      size_t slot_bytes) {
+  printf(
+      "[tmashmem PE %d] %s: a CTA's piece of %llu bytes exceeds the staging slot of %llu "
+      "bytes; use more CTAs or the direct form\n",
+      ctx.my_pe, what, static_cast<unsigned long long>(len),
+      static_cast<unsigned long long>(slot_bytes));
   __trap();
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// coll_begin for a staged step, with its staging guard overlapped: every thread reads the
+// slot's counter, and lane q of the first warp reads peer q's Ready entry right after it
+// (both loads in flight at once). Only when some peer has not yet stored Ready of the step
+// before this one (rare: that step waited for a subset of the peers) is there a wait.
+__device__ __forceinline__ Status coll_staged_begin(const Ctx& ctx, const CollState& st, int slot,
+                                                    uint64_t peers, uint64_t timeout_ns,
+                                                    const char* what, CollStep* step) {
+  __syncthreads();  // the previous step's coll_end store is ordered before these loads
+  const unsigned tid = block_thread_rank();
+  const bool lane = tid < 32 && static_cast<int>(tid) < ctx.n_pes && ((peers >> tid) & 1u);
+  const uint64_t e = *static_cast<volatile uint64_t*>(st.epochs + slot) + 1;
+  const uint64_t seen = lane ? signal_fetch(coll_row(st, CollRow::Ready, slot) + tid) : e;
+  *step = CollStep{slot, e};
+  // Also the barrier after which coll_end may store the counter.
+  if (!__syncthreads_or((lane && seen + 1 < e) || ctx.n_pes > 32)) return Status::Ok;
+  return coll_wait(ctx, st, CollRow::Ready, CollStep{slot, e - 1}, peers, timeout_ns, what);
 }
 
 }  // namespace detail
@@ -70,11 +94,10 @@ __device__ __forceinline__ Status coll_staged_exchange(const Ctx& ctx, const Col
                                                        Push&& push, Combine&& combine,
                                                        uint64_t timeout_ns, const char* what) {
   if (!coll_usable(ctx, st, slot)) return Status::Unreachable;
-  const CollStep step = coll_begin(st, slot);
   const uint64_t peers = coll_all_peers(ctx);
   const int n = ctx.n_pes, me = ctx.my_pe;
-  Status s = coll_wait(ctx, st, CollRow::Ready, CollStep{slot, step.epoch - 1}, peers, timeout_ns,
-                       what);
+  CollStep step;
+  Status s = detail::coll_staged_begin(ctx, st, slot, peers, timeout_ns, what, &step);
   if (s == Status::Ok) {
     char* mine = detail::coll_staging_at(stg, slot, step.epoch, n, me);
     for (int k = 1; k < n; ++k) {
@@ -137,8 +160,8 @@ __device__ __forceinline__ Status allgather_staged_block(const Ctx& ctx, const C
                                                          void* dest, const void* src, size_t bytes,
                                                          int part, int parts, uint64_t timeout_ns,
                                                          const char* what = "allgather") {
-  return detail::coll_staged_blocks(ctx, st, slot, stg, dest, src, bytes, 0, bytes, -1, part,
-                                    parts, timeout_ns, what);
+  return detail::coll_staged_blocks(ctx, st, slot, stg, dest, src, bytes, 0, bytes, -1, part, parts,
+                                    timeout_ns, what);
 }
 
 /// alltoall_block (alltoall.cuh) in one handshake through staging.
@@ -171,8 +194,8 @@ __device__ __forceinline__ Status coll_reduce_staged_block(const Ctx& ctx, const
                                                            int slot, const CollStaging& stg,
                                                            void* dest, const void* src,
                                                            size_t count, size_t chunk_stride,
-                                                           int part, int parts,
-                                                           uint64_t timeout_ns, const char* what) {
+                                                           int part, int parts, uint64_t timeout_ns,
+                                                           const char* what) {
   constexpr size_t es = sizeof(typename CollElem<D>::Bits);
   const CollSlice s = coll_slice(count * es, part, parts);
   if (s.len > stg.slot_bytes) detail::coll_staging_trap(ctx, what, s.len, stg.slot_bytes);
