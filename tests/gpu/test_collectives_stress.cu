@@ -171,13 +171,24 @@ struct Stress {
 
 }  // namespace
 
-TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call") {
+// A Stress set-up with its own stream (collective; `ready` agrees on every PE).
+struct StressFixture {
   Session s;
-  REQUIRE(all_ranks(s.ok));
   Stress t;
-  REQUIRE(all_ranks(t.alloc(s.me, s.n)));
   cudaStream_t stream = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaStreamCreate(&stream));
+  bool ready = false;
+  StressFixture() {
+    if (!all_ranks(s.ok) || !all_ranks(t.alloc(s.me, s.n))) return;
+    ready = all_ranks(GPU_TEST_CUDA(cudaStreamCreate(&stream)));
+  }
+};
+
+TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call") {
+  StressFixture f;
+  REQUIRE(f.ready);
+  Stress& t = f.t;
+  cudaStream_t stream = f.stream;
+  bool ok = true;
   const uint64_t base = seed_for(0x57E55, 0);
   ok &= GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
   const uint64_t rounds = env_count("TMASHMEM_TEST_COLL_ROUNDS", 1000);
@@ -192,12 +203,11 @@ TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call")
 }
 
 TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") {
-  Session s;
-  REQUIRE(all_ranks(s.ok));
-  Stress t;
-  REQUIRE(all_ranks(t.alloc(s.me, s.n)));
-  cudaStream_t stream = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaStreamCreate(&stream));
+  StressFixture f;
+  REQUIRE(f.ready);
+  Stress& t = f.t;
+  cudaStream_t stream = f.stream;
+  bool ok = true;
   // Two rounds per graph (round numbers 0 and 1, both algorithms); the base changes per replay.
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;

@@ -74,6 +74,14 @@ inline bool parse(int argc, char** argv, Options* o) {
   return true;
 }
 
+// MPI_Init and the options; false (after MPI_Finalize, the message printed) on bad ones.
+inline bool start(int argc, char** argv, Options* o) {
+  MPI_Init(&argc, &argv);
+  if (parse(argc, argv, o)) return true;
+  MPI_Finalize();
+  return false;
+}
+
 inline const std::vector<std::string>& collectives() {
   static const std::vector<std::string> all = {"allreduce", "allgather", "reducescatter",
                                                "alltoall", "broadcast"};

@@ -16,12 +16,8 @@
 using namespace coll_perf;
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   Options o;
-  if (!parse(argc, argv, &o)) {
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(argc, argv, &o)) return 2;
   int size_ranks = 0, devices = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size_ranks);
   cudaGetDeviceCount(&devices);

@@ -22,6 +22,7 @@
 #include "tmashmem/device.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace {
 
@@ -36,54 +37,14 @@ void check_tm(tmashmem_status_t s, const char* what) {
   if (s != TMASHMEM_SUCCESS) die(std::string(what) + ": " + tmashmem_last_error());
 }
 
-struct Range {
-  size_t begin, end;
-};
-// The benchmark's split (tools/perf/perf_cuda.cuh): equal 16-byte aligned shares.
-__host__ __device__ inline Range share(size_t bytes, unsigned i, unsigned n) {
-  const size_t each = ((bytes + n - 1) / n + 15) / 16 * 16;
-  const size_t begin = size_t(i) * each < bytes ? size_t(i) * each : bytes;
-  return {begin, begin + each < bytes ? begin + each : bytes};
-}
-
+// The block-put variants, in kBlockNames' order. The plain copy is tools/perf's own
+// (sm_copy_kernel), the reference of the bandwidth rows.
 enum class Block {
-  Plain,      // tools/perf's sm_copy_kernel: global pointers, no barrier
-  PlainSync,  // the same + __syncthreads() after every copy
   Library,    // tmashmem::putmem_block
   CopyLoop,   // the library's copy loop (detail::copy_bytes) without the barrier
   GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
 };
-const char* name(Block b) {
-  switch (b) {
-    case Block::Plain:
-      return "plain";
-    case Block::PlainSync:
-      return "plain+sync";
-    case Block::Library:
-      return "putmem_block";
-    case Block::CopyLoop:
-      return "copy_bytes";
-    case Block::GlobalPtx:
-      return "ld/st.global+sync";
-  }
-  return "?";
-}
-
-template <Block V>
-__device__ __forceinline__ void plain_copy(char* dst, const char* src, size_t n) {
-  uint4* d = reinterpret_cast<uint4*>(dst);
-  const uint4* s = reinterpret_cast<const uint4*>(src);
-  const size_t units = n / 16, stride = blockDim.x;
-  size_t i = threadIdx.x;
-  for (; i + 3 * stride < units; i += 4 * stride) {
-    const uint4 a = s[i], b = s[i + stride], c = s[i + 2 * stride], e = s[i + 3 * stride];
-    d[i] = a;
-    d[i + stride] = b;
-    d[i + 2 * stride] = c;
-    d[i + 3 * stride] = e;
-  }
-  for (; i < units; i += stride) d[i] = s[i];
-}
+const char* const kBlockNames[] = {"putmem_block", "copy_bytes", "ld/st.global+sync"};
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
   const size_t units = n / 16, stride = blockDim.x;
@@ -104,14 +65,12 @@ template <Block V>
 __global__ void __launch_bounds__(1024)
     block_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst_sym, char* dst_peer,
                  const char* src, size_t bytes, int pe, long iters) {
-  const Range r = share(bytes, blockIdx.x, gridDim.x);
+  const perf::Range r = perf::cta_range(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;
   char* dp = dst_peer + r.begin;
   const char* sp = src + r.begin;
   const size_t n = r.end - r.begin;
   for (long it = 0; it < iters; ++it) {
-    if constexpr (V == Block::Plain || V == Block::PlainSync) plain_copy<V>(dp, sp, n);
-    if constexpr (V == Block::PlainSync) __syncthreads();
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::CopyLoop)
       tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
@@ -315,13 +274,16 @@ int main(int argc, char** argv) {
         };
         auto block = [&](auto v) {
           constexpr Block V = decltype(v)::value;
-          run(name(V), [&](long it) {
+          const char* name = kBlockNames[static_cast<int>(V)];
+          run(name, [&](long it) {
             block_kernel<V><<<sms, 1024, 0, st>>>(ctx, dst, peer_dst, src, bytes, pe, it);
-            cuda(cudaGetLastError(), name(V));
+            cuda(cudaGetLastError(), name);
           });
         };
-        block(std::integral_constant<Block, Block::Plain>{});
-        block(std::integral_constant<Block, Block::PlainSync>{});
+        run("plain", [&](long it) {
+          perf::sm_copy_kernel<<<sms, 1024, 0, st>>>(peer_dst, src, bytes, it);
+          cuda(cudaGetLastError(), "sm_copy_kernel");
+        });
         block(std::integral_constant<Block, Block::Library>{});
         block(std::integral_constant<Block, Block::CopyLoop>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});

@@ -46,12 +46,8 @@ bool distinct_gpus() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   Options o;
-  if (!parse(argc, argv, &o)) {
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(argc, argv, &o)) return 2;
   check_tm(tmashmem_init(), "tmashmem_init");
   const int n = tmashmem_n_pes();
   check_cuda(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
