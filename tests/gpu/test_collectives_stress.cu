@@ -181,25 +181,27 @@ struct StressFixture {
     if (!all_ranks(s.ok) || !all_ranks(t.alloc(s.me, s.n))) return;
     ready = all_ranks(GPU_TEST_CUDA(cudaStreamCreate(&stream)));
   }
+  // The end of a case (collective): the stream, a barrier, the buffers; `ok` and the barrier.
+  bool finish(bool ok) {
+    cudaStreamDestroy(stream);
+    ok &= sync_and_barrier();
+    t.release();
+    return ok;
+  }
 };
 
 TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call") {
   StressFixture f;
   REQUIRE(f.ready);
   Stress& t = f.t;
-  cudaStream_t stream = f.stream;
-  bool ok = true;
   const uint64_t base = seed_for(0x57E55, 0);
-  ok &= GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
+  bool ok = GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
   const uint64_t rounds = env_count("TMASHMEM_TEST_COLL_ROUNDS", 1000);
   for (uint64_t r = 0; r < rounds && ok; ++r)
-    ok &= t.enqueue(stream, r, 1 + static_cast<int>(r % 2));  // one-shot, two-shot, ...
-  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
+    ok &= t.enqueue(f.stream, r, 1 + static_cast<int>(r % 2));  // one-shot, two-shot, ...
+  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(f.stream));
   ok &= t.result("back-to-back");
-  cudaStreamDestroy(stream);
-  ok &= sync_and_barrier();
-  t.release();
-  CHECK(all_ranks(ok));
+  CHECK(all_ranks(f.finish(ok)));
 }
 
 TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") {
@@ -207,11 +209,10 @@ TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") 
   REQUIRE(f.ready);
   Stress& t = f.t;
   cudaStream_t stream = f.stream;
-  bool ok = true;
   // Two rounds per graph (round numbers 0 and 1, both algorithms); the base changes per replay.
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  bool ok = GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   ok &= t.enqueue(stream, 0, TMASHMEM_ALLREDUCE_ONE_SHOT);
   ok &= t.enqueue(stream, 1, TMASHMEM_ALLREDUCE_TWO_SHOT);
   ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
@@ -230,10 +231,7 @@ TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") 
   ok &= t.result("graph replay");
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  ok &= sync_and_barrier();
-  t.release();
-  CHECK(all_ranks(ok));
+  CHECK(all_ranks(f.finish(ok)));
 }
 
 namespace {
