@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "device/cuda_outcome.h"
 #include "runtime/collectives_kernels.h"
 #include "tmashmem/device/collectives/all.cuh"
 
@@ -36,132 +37,106 @@ __device__ __forceinline__ void finish(const CollArgs& a, Status s, const char* 
   __trap();
 }
 
-__device__ __forceinline__ CollCopy copy_of(const CollArgs& a) {
-  return a.bulk ? CollCopy::Bulk : CollCopy::Sm;
-}
-__device__ __forceinline__ CollMode mode_of(const CollArgs& a) {
-  return a.push ? CollMode::Push : CollMode::Pull;
-}
+// The public call of each CollKind, in CollKind's order (the kernels' messages name it).
+__device__ constexpr const char* kCallNames[] = {
+    "tmashmem_allgather_on_stream", "tmashmem_reduce_scatter_on_stream",
+    "tmashmem_allreduce_on_stream", "tmashmem_alltoall_on_stream",
+    "tmashmem_alltoallv_on_stream", "tmashmem_broadcast_on_stream"};
 
-__global__ void __launch_bounds__(kThreads) allgather_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_allgather_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         allgather_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
-                         mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
-         what);
-}
-
-__global__ void __launch_bounds__(kThreads) alltoall_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_alltoall_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         alltoall_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b, gridDim.x,
-                        mode_of(a), copy_of(a), scratch(), a.timeout_ns, what),
-         what);
-}
-
-__global__ void __launch_bounds__(kThreads) alltoallv_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_alltoallv_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         alltoallv_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.dest_bytes, a.src, a.src_bytes,
-                         a.send_counts, a.send_offsets, a.recv_offsets, b, gridDim.x, copy_of(a),
-                         scratch(), a.timeout_ns, what),
-         what);
-}
-
-__global__ void __launch_bounds__(kThreads) broadcast_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_broadcast_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         broadcast_block(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, a.root, b,
-                         gridDim.x, copy_of(a), scratch(), a.timeout_ns, what),
-         what);
-}
-
-template <tmashmem_dtype_t D, RedOp Op>
-__global__ void __launch_bounds__(kThreads)
-    reduce_scatter_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_reduce_scatter_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         reduce_scatter_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size, b,
-                                     gridDim.x, a.timeout_ns, what),
-         what);
-}
-
-template <tmashmem_dtype_t D, RedOp Op>
-__global__ void __launch_bounds__(kThreads) allreduce_kernel(const __grid_constant__ CollArgs a) {
-  const char* what = "tmashmem_allreduce_on_stream";
-  const int b = static_cast<int>(blockIdx.x);
-  finish(a,
-         allreduce_block<D, Op>(a.ctx, coll_pad_state(a.ctx), b, a.dest, a.src, a.size,
-                                static_cast<AllreduceAlgo>(a.algo), b, gridDim.x, copy_of(a),
-                                scratch(), a.timeout_ns, what),
-         what);
-}
-
-CudaOutcome outcome(cudaError_t error) {
-  CudaOutcome o;
-  o.code = static_cast<int>(error);
-  if (error != cudaSuccess) {
-    o.name = cudaGetErrorName(error);
-    o.text = cudaGetErrorString(error);
-    o.out_of_memory = error == cudaErrorMemoryAllocation;
-  }
-  return o;
+// The one kernel of every collective: CTA b runs slot b on part b of gridDim.x. D and Op
+// matter to the reducing kinds only.
+template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
+__global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ CollArgs a) {
+  const char* what = kCallNames[static_cast<int>(K)];
+  const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
+  const CollState st = coll_pad_state(a.ctx);
+  const CollCopy how = a.bulk ? CollCopy::Bulk : CollCopy::Sm;
+  const CollMode mode = a.push ? CollMode::Push : CollMode::Pull;
+  const CollStaging stg{static_cast<char*>(a.staging), a.staging_slot_bytes};
+  Status s = Status::Ok;
+  if constexpr (K == CollKind::Allgather)
+    s = a.staged ? allgather_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
+                                          a.timeout_ns, what)
+                 : allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
+                                   scratch(), a.timeout_ns, what);
+  else if constexpr (K == CollKind::Alltoall)
+    s = a.staged ? alltoall_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
+                                         a.timeout_ns, what)
+                 : alltoall_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
+                                  scratch(), a.timeout_ns, what);
+  else if constexpr (K == CollKind::Alltoallv)
+    s = alltoallv_block(a.ctx, st, b, a.dest, a.dest_bytes, a.src, a.src_bytes, a.send_counts,
+                        a.send_offsets, a.recv_offsets, b, parts, how, scratch(), a.timeout_ns,
+                        what);
+  else if constexpr (K == CollKind::Broadcast)
+    s = a.staged ? broadcast_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, a.root, b,
+                                          parts, a.timeout_ns, what)
+                 : broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, how,
+                                   scratch(), a.timeout_ns, what);
+  else if constexpr (K == CollKind::ReduceScatter)
+    s = a.staged ? coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size, a.size,
+                                                   b, parts, a.timeout_ns, what)
+                 : reduce_scatter_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size, b, parts,
+                                               a.timeout_ns, what);
+  else if (a.staged)  // all-reduce, one-shot
+    s = coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size, 0, b, parts,
+                                        a.timeout_ns, what);
+  else
+    s = allreduce_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size,
+                               static_cast<AllreduceAlgo>(a.algo), b, parts, how, scratch(),
+                               a.timeout_ns, what);
+  finish(a, s, what);
 }
 
 using Kernel = void (*)(CollArgs);
 
-template <tmashmem_dtype_t D>
-Kernel reduce_kernel(CollKind kind, int op) {
-  const bool rs = kind == CollKind::ReduceScatter;
-  switch (op) {
-    case TMASHMEM_REDUCE_MIN:
-      return rs ? reduce_scatter_kernel<D, RedOp::Min> : allreduce_kernel<D, RedOp::Min>;
-    case TMASHMEM_REDUCE_MAX:
-      return rs ? reduce_scatter_kernel<D, RedOp::Max> : allreduce_kernel<D, RedOp::Max>;
-    default:
-      return rs ? reduce_scatter_kernel<D, RedOp::Sum> : allreduce_kernel<D, RedOp::Sum>;
-  }
+// The reducing kinds' dispatch: dtype, then op (the host half checked both).
+template <CollKind K, tmashmem_dtype_t D>
+Kernel reducing_kernel(int op) {
+  if (op == TMASHMEM_REDUCE_MIN) return coll_kernel<K, D, RedOp::Min>;
+  if (op == TMASHMEM_REDUCE_MAX) return coll_kernel<K, D, RedOp::Max>;
+  return coll_kernel<K, D, RedOp::Sum>;
 }
 
-// The host half checked kind, dtype and op; anything else here is an internal error.
+template <CollKind K>
+Kernel reducing_kernel(uint32_t dtype, int op) {
+  switch (dtype) {
+    case TMASHMEM_DTYPE_F32:
+      return reducing_kernel<K, TMASHMEM_DTYPE_F32>(op);
+    case TMASHMEM_DTYPE_F16:
+      return reducing_kernel<K, TMASHMEM_DTYPE_F16>(op);
+    case TMASHMEM_DTYPE_BF16:
+      return reducing_kernel<K, TMASHMEM_DTYPE_BF16>(op);
+    case TMASHMEM_DTYPE_I32:
+      return reducing_kernel<K, TMASHMEM_DTYPE_I32>(op);
+  }
+  return nullptr;
+}
+
+// Anything the host half did not check is an internal error: nullptr.
 Kernel kernel_for(const CollArgs& a) {
   switch (a.kind) {
     case CollKind::Allgather:
-      return allgather_kernel;
+      return coll_kernel<CollKind::Allgather>;
     case CollKind::Alltoall:
-      return alltoall_kernel;
+      return coll_kernel<CollKind::Alltoall>;
     case CollKind::Alltoallv:
-      return alltoallv_kernel;
+      return coll_kernel<CollKind::Alltoallv>;
     case CollKind::Broadcast:
-      return broadcast_kernel;
+      return coll_kernel<CollKind::Broadcast>;
     case CollKind::ReduceScatter:
+      return reducing_kernel<CollKind::ReduceScatter>(a.dtype, a.op);
     case CollKind::Allreduce:
-      switch (a.dtype) {
-        case TMASHMEM_DTYPE_F32:
-          return reduce_kernel<TMASHMEM_DTYPE_F32>(a.kind, a.op);
-        case TMASHMEM_DTYPE_F16:
-          return reduce_kernel<TMASHMEM_DTYPE_F16>(a.kind, a.op);
-        case TMASHMEM_DTYPE_BF16:
-          return reduce_kernel<TMASHMEM_DTYPE_BF16>(a.kind, a.op);
-        case TMASHMEM_DTYPE_I32:
-          return reduce_kernel<TMASHMEM_DTYPE_I32>(a.kind, a.op);
-        default:
-          return nullptr;
-      }
+      return reducing_kernel<CollKind::Allreduce>(a.dtype, a.op);
   }
   return nullptr;
 }
 
 CudaOutcome launch(const CollArgs& args, CUstream stream) {
   const Kernel k = kernel_for(args);
-  if (k == nullptr) return outcome(cudaErrorInvalidValue);
+  if (k == nullptr) return cuda_outcome(cudaErrorInvalidValue);
   k<<<args.n_blocks, kThreads, kSmemBytes, stream>>>(args);
-  return outcome(cudaGetLastError());
+  return cuda_outcome(cudaGetLastError());
 }
 
 const CollectiveKernels kKernels = {launch};

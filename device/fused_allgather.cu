@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "device/cuda_outcome.h"
 #include "device/fused_launch.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 
@@ -14,16 +15,7 @@ namespace tmashmem::device_fused {
 
 using AllgatherCfg = gemm::GemmConfig<256, 4, 1, __nv_bfloat16>;
 
-CudaOutcome outcome(cudaError_t error) {
-  CudaOutcome o;
-  o.code = static_cast<int>(error);
-  if (error != cudaSuccess) {
-    o.name = cudaGetErrorName(error);
-    o.text = cudaGetErrorString(error);
-    o.out_of_memory = error == cudaErrorMemoryAllocation;
-  }
-  return o;
-}
+CudaOutcome outcome(cudaError_t error) { return cuda_outcome(error); }
 
 CudaOutcome rejected(const char* why) {
   CudaOutcome o;

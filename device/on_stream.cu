@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "device/cuda_outcome.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/device/barrier.cuh"
 #include "tmashmem/device/signal.cuh"
@@ -53,17 +54,6 @@ __global__ void signal_wait_timeout_kernel(const uint64_t* sig, Cmp cmp, uint64_
   detail::fence_sc_sys();
 }
 
-CudaOutcome outcome(cudaError_t error) {
-  CudaOutcome o;
-  o.code = static_cast<int>(error);
-  if (error != cudaSuccess) {
-    o.name = cudaGetErrorName(error);
-    o.text = cudaGetErrorString(error);
-    o.out_of_memory = error == cudaErrorMemoryAllocation;
-  }
-  return o;
-}
-
 // Each entry reports its own outcome only. The library's CUDA runtime keeps one pending
 // error per thread, which a failed call (a rejected launch or copy) leaves set and which the
 // next cudaGetLastError would report; so every entry clears it before it starts, and reads
@@ -74,7 +64,7 @@ void forget_earlier_errors() { (void)cudaGetLastError(); }
 // `error` from a runtime call, with the thread's pending error cleared.
 CudaOutcome finished(cudaError_t error) {
   const cudaError_t pending = cudaGetLastError();
-  return outcome(error != cudaSuccess ? error : pending);
+  return cuda_outcome(error != cudaSuccess ? error : pending);
 }
 
 // A launch's outcome: the error it left pending.

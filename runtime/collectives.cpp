@@ -34,6 +34,20 @@ constexpr size_t kBytesPerCta = 32 * 1024;
 // Per-CTA slices from this size on move with bulk copies (the TMA unit), below it with
 // the SMs' own loads and stores (no staging round trip for small pieces).
 constexpr size_t kBulkSliceBytes = 64 * 1024;
+// The staged (one-handshake) forms (tmashmem/device/collectives/staged.cuh): their
+// symmetric staging region per PE, and the largest piece per peer they take. Up to it a
+// collective is latency-bound, and one handshake with the data sent ahead of the signal
+// beats the direct forms' two; beyond it the extra local copy costs more than it saves.
+constexpr size_t kStagingBytes = size_t(4) << 20;
+constexpr size_t kStagedMaxPieceBytes = 256 * 1024;
+
+// This job's staging region: allocated by the first collective call after init.
+struct Staging {
+  uint64_t job_id = 0;
+  uint64_t heap_base = 0;
+  void* ptr = nullptr;
+};
+Staging g_staging;
 
 // What the public calls hand to `run`.
 struct Request {
@@ -50,6 +64,7 @@ struct Request {
   int root = 0;
   int n_sms = 0;
   size_t per_pe_bytes = 0;  // data per PE that the CTAs split (for the default CTA count)
+  size_t piece_bytes = 0;   // what one PE sends each peer (the staged forms' unit)
   const uint64_t* arrays[3] = {nullptr, nullptr, nullptr};  // alltoallv
   bool in_place_ok = false;
 };
@@ -96,6 +111,44 @@ int resolve_algo(int requested, size_t bytes, int n_pes) {
   size_t limit = TMASHMEM_ALLREDUCE_ONE_SHOT_BYTES;
   if (n_pes > 2) limit = limit * 2 / static_cast<size_t>(n_pes);
   return bytes <= limit ? TMASHMEM_ALLREDUCE_ONE_SHOT : TMASHMEM_ALLREDUCE_TWO_SHOT;
+}
+
+// COLLECTIVE (the caller made the symmetric check just before, on every PE): this job's
+// staging region, allocated on the first call.
+tmashmem_status_t staging(const char* call, void** out) {
+  Runtime& rt = runtime();
+  if (g_staging.ptr == nullptr || g_staging.job_id != rt.job_id ||
+      g_staging.heap_base != rt.heap.my_base()) {
+    void* p = nullptr;
+    const std::string what = std::string(call) + " (the collectives' staging region)";
+    TMASHMEM_TRY(symmetric_alloc(what.c_str(), kStagingBytes, 256, false, {}, &p));
+    g_staging = Staging{rt.job_id, rt.heap.my_base(), p};
+  }
+  *out = g_staging.ptr;
+  return TMASHMEM_SUCCESS;
+}
+
+// Bytes of one (slot, parity, source PE) region of the staging (staged.cuh's
+// coll_staging_slot_bytes).
+size_t staging_slot_bytes(int n) {
+  return kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * size_t(n)) / 16 * 16;
+}
+
+// CTAs for the staged form of a piece of `piece` bytes per peer: at least `ctas`, enough
+// that every CTA's slice fits its staging slot; 0 when the piece is not staged. `fixed`:
+// the caller chose the CTA count (n_sms), which then must do.
+int staged_ctas(const Request& q, int algo, int n, int ctas, bool fixed) {
+  const bool kind_ok = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall ||
+                       q.kind == CollKind::Broadcast || q.kind == CollKind::ReduceScatter ||
+                       (q.kind == CollKind::Allreduce && algo == TMASHMEM_ALLREDUCE_ONE_SHOT);
+  if (!kind_ok || n < 2 || q.piece_bytes == 0 || q.piece_bytes > kStagedMaxPieceBytes) return 0;
+  const size_t slot = staging_slot_bytes(n);
+  if (slot == 0) return 0;
+  // coll_slice: ceil(units / ctas) 16-byte units per CTA.
+  const size_t units = (q.piece_bytes + 15) / 16, per_slot = slot / 16;
+  const size_t needed = (units + per_slot - 1) / per_slot;
+  if (needed > size_t(TMASHMEM_COLL_MAX_SMS) || (fixed && size_t(ctas) < needed)) return 0;
+  return std::max(ctas, static_cast<int>(needed));
 }
 
 tmashmem_status_t check_request(const Runtime& rt, const Request& q) {
@@ -153,8 +206,10 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     TMASHMEM_TRY(check_initialized(q.call));
     TMASHMEM_TRY(check_request(rt, q));
     const int n = rt.bootstrap->size();
-    const int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
     const int algo = q.kind == CollKind::Allreduce ? resolve_algo(q.algo, q.per_pe_bytes, n) : 0;
+    int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
+    const int staged = staged_ctas(q, algo, n, ctas, q.n_sms > 0);
+    if (staged > 0) ctas = staged;
     // Every argument that decides what the kernels do, with pointers as heap offsets
     // (what agrees across PEs).
     std::vector<NamedArg> checked = {
@@ -176,6 +231,11 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     }
     TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked));
     if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;  // nothing to move
+    if (staged > 0) {
+      TMASHMEM_TRY(staging(q.call, &args.staging));
+      args.staged = 1;
+      args.staging_slot_bytes = staging_slot_bytes(n);
+    }
 
     fill_device_ctx(rt, &args.ctx);
     args.kind = q.kind;
@@ -248,7 +308,7 @@ tmashmem_status_t tmashmem_allgather_on_stream(void* dest, const void* src, size
   Request q{CollKind::Allgather, "tmashmem_allgather_on_stream", dest, 0, src, bytes, bytes};
   TMASHMEM_TRY(times_pes(q.call, "bytes", bytes, n_pes_or_zero(), &q.dest_bytes));
   q.n_sms = n_sms;
-  q.per_pe_bytes = bytes;
+  q.per_pe_bytes = q.piece_bytes = bytes;
   return run(q, stream);
 }
 
@@ -265,7 +325,7 @@ tmashmem_status_t tmashmem_reduce_scatter_on_stream(void* dest, const void* src,
   q.dtype = dtype;
   q.op = op;
   q.n_sms = n_sms;
-  q.per_pe_bytes = count * es;
+  q.per_pe_bytes = q.piece_bytes = count * es;
   return run(q, stream);
 }
 
@@ -281,7 +341,7 @@ tmashmem_status_t tmashmem_allreduce_on_stream(void* dest, const void* src, size
   q.op = op;
   q.algo = algo;
   q.n_sms = n_sms;
-  q.per_pe_bytes = count * es;
+  q.per_pe_bytes = q.piece_bytes = count * es;
   return run(q, stream);
 }
 
@@ -292,6 +352,7 @@ tmashmem_status_t tmashmem_alltoall_on_stream(void* dest, const void* src, size_
   q.src_bytes = q.dest_bytes;
   q.n_sms = n_sms;
   q.per_pe_bytes = q.dest_bytes;
+  q.piece_bytes = bytes;
   return run(q, stream);
 }
 
@@ -315,7 +376,7 @@ tmashmem_status_t tmashmem_broadcast_on_stream(void* dest, const void* src, size
   Request q{CollKind::Broadcast, "tmashmem_broadcast_on_stream", dest, bytes, src, bytes, bytes};
   q.root = root;
   q.n_sms = n_sms;
-  q.per_pe_bytes = bytes;
+  q.per_pe_bytes = q.piece_bytes = bytes;
   q.in_place_ok = true;
   return run(q, stream);
 }

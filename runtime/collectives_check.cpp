@@ -1,11 +1,13 @@
 // Argument checks of the on-stream collectives (runtime/collectives_check.h).
 #include "runtime/collectives_check.h"
 
+#include <cctype>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/tensor_desc.h"
 #include "tmashmem/collectives.h"
 
 namespace tmashmem {
@@ -20,39 +22,25 @@ struct CheckedCache {
 CheckedCache g_checked;
 
 const char* op_name(int op) {
-  switch (op) {
-    case TMASHMEM_REDUCE_SUM:
-      return "TMASHMEM_REDUCE_SUM";
-    case TMASHMEM_REDUCE_MIN:
-      return "TMASHMEM_REDUCE_MIN";
-    case TMASHMEM_REDUCE_MAX:
-      return "TMASHMEM_REDUCE_MAX";
-  }
-  return "an unknown op";
+  static const char* const names[] = {"TMASHMEM_REDUCE_SUM", "TMASHMEM_REDUCE_MIN",
+                                      "TMASHMEM_REDUCE_MAX"};  // in tmashmem_reduce_op_t's order
+  return op >= 0 && op < 3 ? names[op] : "an unknown op";
 }
 
 }  // namespace
 
 size_t coll_dtype_bytes(uint32_t dtype) {
-  switch (dtype) {
-    case TMASHMEM_DTYPE_F32:
-    case TMASHMEM_DTYPE_I32:
-      return 4;
-    case TMASHMEM_DTYPE_F16:
-    case TMASHMEM_DTYPE_BF16:
-      return 2;
-  }
-  return 0;
+  const bool reducible = dtype == TMASHMEM_DTYPE_F32 || dtype == TMASHMEM_DTYPE_I32 ||
+                         dtype == TMASHMEM_DTYPE_F16 || dtype == TMASHMEM_DTYPE_BF16;
+  return reducible ? dtype_bytes(dtype) : 0;
 }
 
-const char* coll_dtype_name(uint32_t dtype) {
-  static const char* const names[TMASHMEM_DTYPE_COUNT] = {
-      "TMASHMEM_DTYPE_U8",      "TMASHMEM_DTYPE_U16",     "TMASHMEM_DTYPE_U32",
-      "TMASHMEM_DTYPE_I32",     "TMASHMEM_DTYPE_U64",     "TMASHMEM_DTYPE_I64",
-      "TMASHMEM_DTYPE_F16",     "TMASHMEM_DTYPE_F32",     "TMASHMEM_DTYPE_F64",
-      "TMASHMEM_DTYPE_BF16",    "TMASHMEM_DTYPE_F32_FTZ", "TMASHMEM_DTYPE_TF32",
-      "TMASHMEM_DTYPE_TF32_FTZ"};
-  return dtype < TMASHMEM_DTYPE_COUNT ? names[dtype] : "an unknown dtype";
+std::string coll_dtype_name(uint32_t dtype) {
+  if (dtype >= TMASHMEM_DTYPE_COUNT) return "an unknown dtype";
+  std::string name = "TMASHMEM_DTYPE_";
+  for (const char* c = dtype_name(dtype); *c; ++c)
+    name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  return name;
 }
 
 uint64_t coll_heap_offset(const Runtime& rt, const void* ptr) {
@@ -99,12 +87,12 @@ tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: dtype %u (%s) cannot be reduced; pass TMASHMEM_DTYPE_F32, _F16, _BF16 "
                      "or _I32",
-                     call, dtype, coll_dtype_name(dtype));
+                     call, dtype, coll_dtype_name(dtype).c_str());
   if (op != TMASHMEM_REDUCE_SUM && op != TMASHMEM_REDUCE_MIN && op != TMASHMEM_REDUCE_MAX)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: op %d (%s) with dtype %s is not supported; pass TMASHMEM_REDUCE_SUM "
                      "(%d), _MIN (%d) or _MAX (%d)",
-                     call, op, op_name(op), coll_dtype_name(dtype), TMASHMEM_REDUCE_SUM,
+                     call, op, op_name(op), coll_dtype_name(dtype).c_str(), TMASHMEM_REDUCE_SUM,
                      TMASHMEM_REDUCE_MIN, TMASHMEM_REDUCE_MAX);
   return TMASHMEM_SUCCESS;
 }

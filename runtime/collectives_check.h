@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -29,7 +30,7 @@ tmashmem_status_t coll_check_disjoint(const char* call, const CollBuffer& a, con
 tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op);
 // Bytes of one element of a dtype the reductions take (0 for others).
 size_t coll_dtype_bytes(uint32_t dtype);
-const char* coll_dtype_name(uint32_t dtype);
+std::string coll_dtype_name(uint32_t dtype);  // "TMASHMEM_DTYPE_F32", ...
 
 // COLLECTIVE when it checks: the runtime's symmetry check (check_symmetric) of `args`,
 // on the first call with these exact values on this PE, or always when TMASHMEM_DEBUG >= 1.

@@ -27,6 +27,7 @@ struct CollArgs {
   int algo;        // tmashmem_allreduce_algo_t, resolved (never AUTO)
   int push;        // 1: push (CollMode::Push), 0: pull
   int bulk;        // 1: CollCopy::Bulk, 0: CollCopy::Sm
+  int staged;      // 1: the one-handshake form through `staging` (staged.cuh)
   int root;
   int n_blocks;
   void* dest;
@@ -37,6 +38,8 @@ struct CollArgs {
   const uint64_t* send_offsets;
   const uint64_t* recv_offsets;
   uint64_t timeout_ns;
+  void* staging;  // this PE's staging region (symmetric), when staged
+  uint64_t staging_slot_bytes;
 };
 
 struct CollectiveKernels {

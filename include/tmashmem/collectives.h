@@ -58,14 +58,16 @@ typedef enum tmashmem_allreduce_algo {
   TMASHMEM_ALLREDUCE_TWO_SHOT = 2  /* reduce-scatter into dest, then all-gather of dest */
 } tmashmem_allreduce_algo_t;
 
-#define TMASHMEM_ALLREDUCE_ONE_SHOT_BYTES (256u * 1024u)
+#define TMASHMEM_ALLREDUCE_ONE_SHOT_BYTES (4u * 1024u * 1024u)
 
 /* Largest number of CTAs (signal slots) one collective uses. */
 #define TMASHMEM_COLL_MAX_SMS 32
 
 /* `n_sms`, in every call: CTAs the collective runs on, 1..TMASHMEM_COLL_MAX_SMS, or 0 for
  * the default: min(32, SMs of the GPU / (2 * PEs sharing it)), and no more than one CTA
- * per 32 KiB of data per PE (at least 1). It must be the same on every PE. */
+ * per 32 KiB of data per PE (at least 1); calls that move at most 256 KiB per peer use
+ * more when each CTA's share must fit its part of the staging region
+ * (docs/collectives.md, "Staged forms"). It must be the same on every PE. */
 
 /* dest (n_pes * bytes) on every PE receives PE q's src (bytes) at offset q * bytes.
  * NVSHMEM's fcollect, NCCL's all-gather. bytes 0 is a no-op. */

@@ -1,5 +1,5 @@
 // The on-stream collectives (tmashmem/collectives.h) against CPU references: every
-// collective, every reducing dtype and op, sizes from one element to 64 MiB including
+// collective, every reducing dtype and op, sizes from one element to 256 MiB including
 // ragged and misaligned ones, explicit and default CTA counts, both all-reduce
 // algorithms; guard bytes around every destination, fresh random data every case (the
 // seed is printed by the harness; TMASHMEM_TEST_SEED replays it). The cases run back to
@@ -20,7 +20,7 @@ using namespace coll_test;
 namespace {
 
 constexpr size_t kGuard = 256;
-constexpr size_t kLarge = size_t(64) << 20;  // the largest buffer of a case, bytes
+constexpr size_t kLarge = size_t(256) << 20;  // the largest buffer of a case, bytes
 constexpr uint64_t kPurposeData = 0xC011, kPurposeGuard = 0x6A4D;
 
 // Symmetric source and destination regions with guards, reused by every case.
@@ -117,7 +117,9 @@ struct Fixture {
   }
 };
 
-const std::vector<size_t> kByteSizes = {1, 3, 16, 100, 4093, 65536 + 5, (size_t(1) << 20) | 7};
+// 262144 - 16: near the largest piece the staged forms take (256 KiB per peer).
+const std::vector<size_t> kByteSizes = {1,    3,         16,          100,
+                                        4093, 65536 + 5, 262144 - 16, (size_t(1) << 20) | 7};
 
 }  // namespace
 
@@ -127,11 +129,12 @@ TEST_CASE("collectives: all-gather, all-to-all, broadcast of raw bytes match the
   const int n = f.s.n, me = f.s.me;
   bool ok = true;
   std::vector<size_t> sizes = kByteSizes;
-  sizes.push_back(kLarge / size_t(n));  // all-gather: 64 MiB of dest
+  sizes.push_back(kLarge / size_t(n) - 13);  // ragged; all-gather: almost 256 MiB of dest
   for (size_t bytes : sizes) {
     for (size_t mis : {size_t(0), size_t(3)}) {
       if (mis && bytes > (size_t(1) << 20)) continue;
       for (int n_sms : {0, 3}) {
+        if (n_sms && bytes > (size_t(16) << 20)) continue;  // the largest: default CTAs only
         const auto seeds = f.seeds();
         std::vector<uint8_t> want;
         for (int q = 0; q < n; ++q) {
@@ -250,14 +253,15 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
       }
     }
   }
-  // 64 MiB: f32 and bf16 sums, both algorithms; reduce-scatter of 64 MiB of src.
+  // 256 MiB: f32 sums (256 MiB exactly) and bf16 sums (3 elements short: ragged), both
+  // algorithms; reduce-scatter of as much src.
   for (uint32_t dt : {uint32_t(TMASHMEM_DTYPE_F32), uint32_t(TMASHMEM_DTYPE_BF16)}) {
-    const size_t count = kLarge / elem_bytes(dt);
+    const size_t count = kLarge / elem_bytes(dt) - (dt == TMASHMEM_DTYPE_BF16 ? 3 : 0);
     for (int algo : {TMASHMEM_ALLREDUCE_ONE_SHOT, TMASHMEM_ALLREDUCE_TWO_SHOT}) {
       const auto seeds = f.seeds();
       ok &= run_case(
-          f.b, name("allreduce", dtype_name(dt), "sum", count, 0, 0, " 64 MiB"), dt, elem_bytes(dt),
-          make_input(dt, seeds[me], 0, count), 0, 0,
+          f.b, name("allreduce", dtype_name(dt), "sum", count, 0, 0, " 256 MiB"), dt,
+          elem_bytes(dt), make_input(dt, seeds[me], 0, count), 0, 0,
           reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, 0, count), [&](uint8_t* d, uint8_t* s) {
             return tmashmem_allreduce_on_stream(d, s, count, static_cast<tmashmem_dtype_t>(dt),
                                                 TMASHMEM_REDUCE_SUM, algo, 0, f.b.stream);
@@ -266,7 +270,7 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
     const size_t rs_count = count / size_t(n);
     const auto seeds = f.seeds();
     ok &=
-        run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 64 MiB"), dt,
+        run_case(f.b, name("reduce_scatter", dtype_name(dt), "sum", rs_count, 0, 0, " 256 MiB"), dt,
                  elem_bytes(dt), make_input(dt, seeds[me], 0, rs_count * size_t(n)), 0, 0,
                  reduce_reference(dt, TMASHMEM_REDUCE_SUM, seeds, size_t(me) * rs_count, rs_count),
                  [&](uint8_t* d, uint8_t* s) {

@@ -53,6 +53,24 @@ bool report(const Failure& f, const char* what) {
   return false;
 }
 
+// Launches a checking kernel with `launch(failure)` (a zeroed device Failure it fills),
+// waits for it and reports what it found as `what`.
+template <class Launch>
+bool run_checked_kernel(const char* what, Launch launch) {
+  Failure* failure = nullptr;
+  bool ok = GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
+  ok = ok && GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
+  if (!ok) return false;
+  launch(failure);
+  ok &= GPU_TEST_CUDA(cudaGetLastError());
+  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
+  Failure f{};
+  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
+  ok &= report(f, what);
+  cudaFree(failure);
+  return ok;
+}
+
 // The seed of (round, pe): a function of a base read from device memory at run time.
 __host__ __device__ inline uint64_t round_seed(uint64_t base, uint64_t round, int pe) {
   return mix64(base ^ mix64(round * 1000003ull + uint64_t(pe)));
@@ -153,37 +171,48 @@ struct Stress {
 
 }  // namespace
 
-TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call") {
+// A Stress set-up with its own stream (collective; `ready` agrees on every PE).
+struct StressFixture {
   Session s;
-  REQUIRE(all_ranks(s.ok));
   Stress t;
-  REQUIRE(all_ranks(t.alloc(s.me, s.n)));
   cudaStream_t stream = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaStreamCreate(&stream));
+  bool ready = false;
+  StressFixture() {
+    if (!all_ranks(s.ok) || !all_ranks(t.alloc(s.me, s.n))) return;
+    ready = all_ranks(GPU_TEST_CUDA(cudaStreamCreate(&stream)));
+  }
+  // The end of a case (collective): the stream, a barrier, the buffers; `ok` and the barrier.
+  bool finish(bool ok) {
+    cudaStreamDestroy(stream);
+    ok &= sync_and_barrier();
+    t.release();
+    return ok;
+  }
+};
+
+TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call") {
+  StressFixture f;
+  REQUIRE(f.ready);
+  Stress& t = f.t;
   const uint64_t base = seed_for(0x57E55, 0);
-  ok &= GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
+  bool ok = GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
   const uint64_t rounds = env_count("TMASHMEM_TEST_COLL_ROUNDS", 1000);
   for (uint64_t r = 0; r < rounds && ok; ++r)
-    ok &= t.enqueue(stream, r, 1 + static_cast<int>(r % 2));  // one-shot, two-shot, ...
-  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(stream));
+    ok &= t.enqueue(f.stream, r, 1 + static_cast<int>(r % 2));  // one-shot, two-shot, ...
+  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(f.stream));
   ok &= t.result("back-to-back");
-  cudaStreamDestroy(stream);
-  ok &= sync_and_barrier();
-  t.release();
-  CHECK(all_ranks(ok));
+  CHECK(all_ranks(f.finish(ok)));
 }
 
 TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") {
-  Session s;
-  REQUIRE(all_ranks(s.ok));
-  Stress t;
-  REQUIRE(all_ranks(t.alloc(s.me, s.n)));
-  cudaStream_t stream = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaStreamCreate(&stream));
+  StressFixture f;
+  REQUIRE(f.ready);
+  Stress& t = f.t;
+  cudaStream_t stream = f.stream;
   // Two rounds per graph (round numbers 0 and 1, both algorithms); the base changes per replay.
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  ok &= GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  bool ok = GPU_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   ok &= t.enqueue(stream, 0, TMASHMEM_ALLREDUCE_ONE_SHOT);
   ok &= t.enqueue(stream, 1, TMASHMEM_ALLREDUCE_TWO_SHOT);
   ok &= GPU_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
@@ -202,10 +231,7 @@ TEST_CASE("collectives: captured into a CUDA graph and replayed with new data") 
   ok &= t.result("graph replay");
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  ok &= sync_and_barrier();
-  t.release();
-  CHECK(all_ranks(ok));
+  CHECK(all_ranks(f.finish(ok)));
 }
 
 namespace {
@@ -280,20 +306,13 @@ TEST_CASE("collectives: device building blocks between a kernel's own computatio
   auto* z = static_cast<int32_t*>(tmashmem_malloc(count * 4));
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(kDeviceCtas));
   REQUIRE(all_ranks(x && gathered && y && z && state));
-  Failure* failure = nullptr;
-  bool ok = GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
-  ok &= GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
   const tmashmem_ctx_t ctx = s.ctx();
   const tmashmem::CollState st = tmashmem::coll_state(state, kDeviceCtas);
   const int rounds = 20;
-  compute_and_communicate<<<kDeviceCtas, 256, kScratch + 16>>>(
-      ctx, st, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
-  Failure f{};
-  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
-  ok &= report(f, "device building blocks");
-  cudaFree(failure);
+  bool ok = run_checked_kernel("device building blocks", [&](Failure* failure) {
+    compute_and_communicate<<<kDeviceCtas, 256, kScratch + 16>>>(
+        ctx, st, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
+  });
   ok &= sync_and_barrier();
   tmashmem_free(state);
   tmashmem_free(z);
@@ -418,17 +437,10 @@ TEST_CASE("collectives: tile steps (TMA get/put all-gather, TMA reduce into the 
   tmashmem_tensor_handle_t hg, hr;
   ok &= GPU_TEST_TM(tmashmem_tensor_handle(tg, &hg));
   ok &= GPU_TEST_TM(tmashmem_tensor_handle(tr, &hr));
-  Failure* failure = nullptr;
-  ok &= GPU_TEST_CUDA(cudaMalloc(&failure, sizeof(Failure)));
-  ok &= GPU_TEST_CUDA(cudaMemset(failure, 0, sizeof(Failure)));
-  tile_collectives<<<1, 128>>>(s.ctx(), tmashmem::coll_state(state, 2), hg, hr, 20,
-                               seed_for(0x711E, 0), kWaitNs, failure);
-  ok &= GPU_TEST_CUDA(cudaGetLastError());
-  ok &= GPU_TEST_CUDA(cudaDeviceSynchronize());
-  Failure f{};
-  ok &= GPU_TEST_CUDA(cudaMemcpy(&f, failure, sizeof f, cudaMemcpyDeviceToHost));
-  ok &= report(f, "tile steps");
-  cudaFree(failure);
+  ok &= run_checked_kernel("tile steps", [&](Failure* failure) {
+    tile_collectives<<<1, 128>>>(s.ctx(), tmashmem::coll_state(state, 2), hg, hr, 20,
+                                 seed_for(0x711E, 0), kWaitNs, failure);
+  });
   ok &= sync_and_barrier();
   tmashmem_free(state);
   tmashmem_tensor_destroy(tr);

@@ -33,8 +33,34 @@ __device__ __forceinline__ void copy_small(char* dst, const char* src, size_t n)
   }
 }
 
+// Copies `units` 16-byte units from s to d (both 16-byte aligned), shared by `count`
+// threads of which the caller is `rank`: four independent loads in flight per thread
+// before their stores. A thread with no unit leaves after one comparison. The pointers
+// keep their address space (no integer round trip), so a caller's global pointers give
+// global loads and stores.
+__device__ __forceinline__ void copy_units(uint4* d, const uint4* s, size_t units, unsigned rank,
+                                           unsigned count) {
+  size_t i = rank;
+  if (i >= units) return;
+  const size_t c = count;
+  for (; i + 3 * c < units; i += 4 * c) {
+    const uint4 a = s[i];
+    const uint4 b = s[i + c];
+    const uint4 e = s[i + 2 * c];
+    const uint4 f = s[i + 3 * c];
+    d[i] = a;
+    d[i + c] = b;
+    d[i + 2 * c] = e;
+    d[i + 3 * c] = f;
+  }
+  for (; i < units; i += c) d[i] = s[i];
+}
+
 // Copies n bytes from src to dst, shared by `count` threads of which the caller is
-// `rank`. The destination is written in aligned 16-byte stores except for at most
+// `rank`. Both 16-byte aligned and n a multiple of 16 (the common case) is copy_units
+// alone: the per-call work every thread of a block does before and after its share is
+// what a stream of small block-scope puts pays, so that path computes nothing else.
+// Otherwise the destination is written in aligned 16-byte stores except for at most
 // 15 head bytes and a short tail. When src and dst agree mod 16, loads are 16-byte
 // too; when they agree mod 4, four aligned 4-byte loads feed each store; otherwise
 // five aligned 4-byte loads are funnel-shifted into each store. The aligned word
@@ -43,6 +69,11 @@ __device__ __forceinline__ void copy_small(char* dst, const char* src, size_t n)
 // the source allocation.
 __device__ __forceinline__ void copy_bytes(char* dst, const char* src, size_t n, unsigned rank,
                                            unsigned count) {
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15u) == 0) {
+    copy_units(reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src), n >> 4, rank,
+               count);
+    return;
+  }
   if (n == 0) return;
   const uintptr_t d = reinterpret_cast<uintptr_t>(dst);
   size_t head = (16u - (d & 15u)) & 15u;
@@ -64,28 +95,15 @@ __device__ __forceinline__ void copy_bytes(char* dst, const char* src, size_t n,
 
   uint4* d4 = reinterpret_cast<uint4*>(dst + head);
   if ((s_body & 15u) == 0) {
-    const uint4* s4 = reinterpret_cast<const uint4*>(s_body);
-    size_t i = rank;
-    // Four independent 16-byte loads in flight per thread before their stores.
-    for (; i + 3 * size_t(count) < units; i += 4 * size_t(count)) {
-      const uint4 a = s4[i];
-      const uint4 b = s4[i + count];
-      const uint4 c = s4[i + 2 * size_t(count)];
-      const uint4 e = s4[i + 3 * size_t(count)];
-      d4[i] = a;
-      d4[i + count] = b;
-      d4[i + 2 * size_t(count)] = c;
-      d4[i + 3 * size_t(count)] = e;
-    }
-    for (; i < units; i += count) d4[i] = s4[i];
+    copy_units(d4, reinterpret_cast<const uint4*>(src + head), units, rank, count);
   } else if (shift == 0) {
-    const uint32_t* sw = reinterpret_cast<const uint32_t*>(s_body);
+    const uint32_t* sw = reinterpret_cast<const uint32_t*>(src + head);
     for (size_t i = rank; i < units; i += count) {
       const uint32_t* w = sw + 4 * i;
       d4[i] = make_uint4(w[0], w[1], w[2], w[3]);
     }
   } else {
-    const uint32_t* sw = reinterpret_cast<const uint32_t*>(s_body - shift);
+    const uint32_t* sw = reinterpret_cast<const uint32_t*>(src + head - shift);
     const unsigned bits = 8u * shift;
     for (size_t i = rank; i < units; i += count) {
       const uint32_t* w = sw + 4 * i;

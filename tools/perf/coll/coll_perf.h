@@ -7,6 +7,8 @@
 //   -n <iters>  timed iterations (20)            -w <iters>  warm-up iterations (5)
 //   -t <coll>   allreduce|allgather|reducescatter|alltoall|broadcast|all (all)
 //   -m <n_sms>  tmashmem CTAs (0: default)       -a <algo>   tmashmem all-reduce: 0 auto, 1, 2
+//   -G <0|1>    1 times the -n calls captured into one CUDA graph (device time
+//               without the host's enqueue cost); 0 (default) enqueues every call
 //
 // Sizes follow nccl-tests: the all-reduce and broadcast buffer, the all-gather receive
 // buffer, the reduce-scatter and all-to-all send buffer, in bytes of float. Rows print
@@ -14,12 +16,15 @@
 // 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all) or 1 (broadcast).
 #pragma once
 
+#include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coll_perf {
@@ -27,7 +32,7 @@ namespace coll_perf {
 struct Options {
   size_t min_bytes = 8, max_bytes = size_t(64) << 20;
   size_t factor = 2;
-  int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0;
+  int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0, graph = 0;
   std::string test = "all";
 };
 
@@ -41,28 +46,21 @@ inline size_t parse_size(const char* text) {
 }
 
 inline bool parse(int argc, char** argv, Options* o) {
+  const std::pair<const char*, size_t*> sizes[] = {
+      {"-b", &o->min_bytes}, {"-e", &o->max_bytes}, {"-f", &o->factor}};
+  const std::pair<const char*, int*> numbers[] = {{"-g", &o->gpus},   {"-n", &o->iters},
+                                                  {"-w", &o->warmup}, {"-m", &o->n_sms},
+                                                  {"-a", &o->algo},   {"-G", &o->graph}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "-b")
-      o->min_bytes = parse_size(v);
-    else if (k == "-e")
-      o->max_bytes = parse_size(v);
-    else if (k == "-f")
-      o->factor = parse_size(v);
-    else if (k == "-g")
-      o->gpus = std::atoi(v);
-    else if (k == "-n")
-      o->iters = std::atoi(v);
-    else if (k == "-w")
-      o->warmup = std::atoi(v);
-    else if (k == "-t")
-      o->test = v;
-    else if (k == "-m")
-      o->n_sms = std::atoi(v);
-    else if (k == "-a")
-      o->algo = std::atoi(v);
-    else {
+    bool known = k == "-t";
+    if (known) o->test = v;
+    for (const auto& f : sizes)
+      if (k == f.first) *f.second = parse_size(v), known = true;
+    for (const auto& f : numbers)
+      if (k == f.first) *f.second = std::atoi(v), known = true;
+    if (!known) {
       std::fprintf(stderr, "unknown option %s (see tools/perf/coll/coll_perf.h)\n", k.c_str());
       return false;
     }
@@ -74,6 +72,14 @@ inline bool parse(int argc, char** argv, Options* o) {
   if (o->factor < 2) o->factor = 2;
   if (o->min_bytes < 4) o->min_bytes = 4;
   return true;
+}
+
+// MPI_Init and the options; false (after MPI_Finalize, the message printed) on bad ones.
+inline bool start(int argc, char** argv, Options* o) {
+  MPI_Init(&argc, &argv);
+  if (parse(argc, argv, o)) return true;
+  MPI_Finalize();
+  return false;
 }
 
 inline const std::vector<std::string>& collectives() {
@@ -109,6 +115,51 @@ inline void row(const char* impl, const std::string& coll, size_t bytes, int n, 
   const double algbw = worst > 0 ? double(bytes) / (worst * 1e3) : 0;  // GB/s
   std::printf("  %-8s %-14s %12zu %12zu %10.2f %10.2f %10.2f\n", impl, coll.c_str(), bytes,
               bytes / 4, worst, algbw, algbw * bus_factor(coll, n));
+}
+
+inline void fail(const std::string& what) {
+  std::fprintf(stderr, "[rank %d] %s\n", rank(), what.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Mean microseconds per call of `enqueue` on `stream` (warm-up first). With o.graph the
+// timed calls are captured into one graph first and the graph's launch is timed.
+inline double time_calls(const Options& o, cudaStream_t stream,
+                         const std::function<void()>& enqueue) {
+  for (int i = 0; i < o.warmup; ++i) enqueue();
+  check_cuda(cudaStreamSynchronize(stream), "warm-up");
+  cudaGraphExec_t exec = nullptr;
+  if (o.graph) {
+    cudaGraph_t graph;
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < o.iters; ++i) enqueue();
+    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    check_cuda(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    check_cuda(cudaGraphLaunch(exec, stream), "graph warm-up");
+    check_cuda(cudaStreamSynchronize(stream), "graph warm-up");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+  if (exec)
+    check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  else
+    for (int i = 0; i < o.iters; ++i) enqueue();
+  check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
+  check_cuda(cudaEventSynchronize(stop), "the timed calls");
+  float ms = 0;
+  check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (exec) cudaGraphExecDestroy(exec);
+  return 1000.0 * ms / o.iters;
 }
 
 // Buffer sizes (bytes) of a row: what each rank sends and receives.

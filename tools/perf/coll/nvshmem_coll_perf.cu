@@ -15,61 +15,31 @@
 
 using namespace coll_perf;
 
-namespace {
-
-void die(const std::string& what) {
-  std::fprintf(stderr, "[rank %d] coll-perf-nvshmem: %s\n", rank(), what.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-double time_calls(const Options& o, cudaStream_t stream, const std::function<void()>& enqueue) {
-  for (int i = 0; i < o.warmup; ++i) enqueue();
-  cudaStreamSynchronize(stream);
-  MPI_Barrier(MPI_COMM_WORLD);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start, stream);
-  for (int i = 0; i < o.iters; ++i) enqueue();
-  cudaEventRecord(stop, stream);
-  if (cudaEventSynchronize(stop) != cudaSuccess) die("the timed calls failed");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return 1000.0 * ms / o.iters;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   Options o;
-  if (!parse(argc, argv, &o)) {
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(argc, argv, &o)) return 2;
   int size_ranks = 0, devices = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size_ranks);
   cudaGetDeviceCount(&devices);
   if (devices > 0) cudaSetDevice(rank() % devices);
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (rank() == 0 && nvshmemx_get_uniqueid(&id) != 0) die("nvshmemx_get_uniqueid failed");
+  if (rank() == 0 && nvshmemx_get_uniqueid(&id) != 0) fail("nvshmemx_get_uniqueid failed");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   if (nvshmemx_set_attr_uniqueid_args(rank(), size_ranks, &id, &attr) != 0)
-    die("nvshmemx_set_attr_uniqueid_args failed");
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) die("nvshmemx_init_attr failed");
+    fail("nvshmemx_set_attr_uniqueid_args failed");
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
+    fail("nvshmemx_init_attr failed");
   const int n = nvshmem_n_pes();
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   auto* src = static_cast<float*>(nvshmem_malloc(o.max_bytes));
   auto* dst = static_cast<float*>(nvshmem_malloc(o.max_bytes));
-  if (!src || !dst) die("nvshmem_malloc failed: raise NVSHMEM_SYMMETRIC_SIZE");
+  if (!src || !dst) fail("nvshmem_malloc failed: raise NVSHMEM_SYMMETRIC_SIZE");
   cudaMemset(src, 0, o.max_bytes);
   const nvshmem_team_t team = NVSHMEM_TEAM_WORLD;
 
-  header("nvshmem", n);
+  header(o.graph ? "nvshmem (CUDA graph)" : "nvshmem", n);
   for (const std::string& coll : collectives()) {
     if (o.test != "all" && o.test != coll) continue;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {

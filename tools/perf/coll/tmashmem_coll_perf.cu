@@ -22,36 +22,8 @@ using namespace coll_perf;
 
 namespace {
 
-void die(const std::string& what) {
-  std::fprintf(stderr, "[rank %d] tmashmem-coll-perf: %s\n", rank(), what.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
 void check_tm(tmashmem_status_t st, const char* what) {
-  if (st != TMASHMEM_SUCCESS) die(std::string(what) + ": " + tmashmem_last_error());
-}
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Mean microseconds per call of `enqueue` on `stream` (warm-up first).
-double time_calls(const Options& o, cudaStream_t stream, const std::function<void()>& enqueue) {
-  for (int i = 0; i < o.warmup; ++i) enqueue();
-  check_cuda(cudaStreamSynchronize(stream), "warm-up");
-  MPI_Barrier(MPI_COMM_WORLD);
-  cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-  for (int i = 0; i < o.iters; ++i) enqueue();
-  check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-  check_cuda(cudaEventSynchronize(stop), "the timed calls");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return 1000.0 * ms / o.iters;
+  if (st != TMASHMEM_SUCCESS) fail(std::string(what) + ": " + tmashmem_last_error());
 }
 
 // True when no two ranks share a GPU (by PCI bus id).
@@ -74,12 +46,8 @@ bool distinct_gpus() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   Options o;
-  if (!parse(argc, argv, &o)) {
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(argc, argv, &o)) return 2;
   check_tm(tmashmem_init(), "tmashmem_init");
   const int n = tmashmem_n_pes();
   check_cuda(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
@@ -87,7 +55,7 @@ int main(int argc, char** argv) {
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   void* src = tmashmem_malloc(o.max_bytes);
   void* dst = tmashmem_malloc(o.max_bytes);
-  if (!src || !dst) die(std::string("tmashmem_malloc: ") + tmashmem_last_error());
+  if (!src || !dst) fail(std::string("tmashmem_malloc: ") + tmashmem_last_error());
   check_cuda(cudaMemset(src, 1, o.max_bytes), "cudaMemset");
 
 #ifdef TMASHMEM_COLL_PERF_NCCL
@@ -97,7 +65,7 @@ int main(int argc, char** argv) {
     ncclUniqueId id;
     if (rank() == 0) ncclGetUniqueId(&id);
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (ncclCommInitRank(&comm, n, id, rank()) != ncclSuccess) die("ncclCommInitRank");
+    if (ncclCommInitRank(&comm, n, id, rank()) != ncclSuccess) fail("ncclCommInitRank");
   } else if (rank() == 0) {
     std::printf("# NCCL rows left out: ranks share a GPU (NCCL refuses two ranks on one GPU)\n");
   }
@@ -106,7 +74,7 @@ int main(int argc, char** argv) {
   (void)distinct_gpus;
 #endif
 
-  header("tmashmem", n);
+  header(o.graph ? "tmashmem (CUDA graph)" : "tmashmem", n);
   for (const std::string& coll : collectives()) {
     if (o.test != "all" && o.test != coll) continue;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {

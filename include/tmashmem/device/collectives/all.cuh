@@ -12,6 +12,7 @@
 #include "tmashmem/device/collectives/exchange.cuh"
 #include "tmashmem/device/collectives/reduce_math.cuh"
 #include "tmashmem/device/collectives/reduce_scatter.cuh"
+#include "tmashmem/device/collectives/staged.cuh"
 #include "tmashmem/device/collectives/state.cuh"
 #include "tmashmem/device/collectives/sync.cuh"
 #include "tmashmem/device/collectives/tile.cuh"

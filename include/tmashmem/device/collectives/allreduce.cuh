@@ -40,12 +40,10 @@ __device__ __forceinline__ Status allreduce_block(const Ctx& ctx, const CollStat
   const size_t bytes = count * es;
   char* d = static_cast<char*>(dest);
   const char* f = static_cast<const char*>(src);
-  const uint64_t peers = coll_all_peers(ctx);
   if (algo == AllreduceAlgo::OneShot) {
     const CollSlice s = coll_slice(bytes, part, parts);
     auto body = [&] { coll_reduce_pes<D, Op>(ctx, d + s.offset, f + s.offset, s.len / es); };
-    return coll_exchange(
-        ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+    return coll_exchange_all(ctx, st, slot, body, timeout_ns, what);
   }
   // Two-shot. Chunk boundaries on 16 bytes keep every chunk vector-aligned.
   const CollSlice mine = coll_slice(bytes, ctx.my_pe, ctx.n_pes);
@@ -55,9 +53,8 @@ __device__ __forceinline__ Status allreduce_block(const Ctx& ctx, const CollStat
   };
   // The all-gather step's Done handshake implies that every peer finished the reduce
   // step's reads of this PE's src (a peer reads its chunk of dest only after its reduce).
-  Status status = coll_exchange(
-      ctx, st, slot, peers, peers, [] {}, reduce, timeout_ns, what,
-      /*done_handshake=*/false);
+  Status status = coll_exchange_all(ctx, st, slot, reduce, timeout_ns, what,
+                                    /*done_handshake=*/false);
   if (status != Status::Ok) return status;
   auto gather = [&] {
     for (int k = 1; k < ctx.n_pes; ++k) {
@@ -68,8 +65,7 @@ __device__ __forceinline__ Status allreduce_block(const Ctx& ctx, const CollStat
                       t.len, how, scratch);
     }
   };
-  return coll_exchange(
-      ctx, st, slot, peers, peers, [] {}, gather, timeout_ns, what);
+  return coll_exchange_all(ctx, st, slot, gather, timeout_ns, what);
 }
 
 }  // namespace tmashmem

@@ -27,25 +27,8 @@ __device__ __forceinline__ Status alltoall_block(const Ctx& ctx, const CollState
                                                  int part, int parts, CollMode mode, CollCopy how,
                                                  CollScratch scratch, uint64_t timeout_ns,
                                                  const char* what = "alltoall") {
-  const CollSlice s = coll_slice(bytes, part, parts);
-  char* d = static_cast<char*>(dest) + s.offset;
-  const char* f = static_cast<const char*>(src) + s.offset;
-  const int me = ctx.my_pe;
-  const uint64_t peers = coll_all_peers(ctx);
-  auto body = [&] {
-    coll_copy_block(d + size_t(me) * bytes, f + size_t(me) * bytes, s.len, how, scratch);
-    for (int k = 1; k < ctx.n_pes; ++k) {
-      const int q = coll_peer(ctx, k);
-      if (mode == CollMode::Pull)
-        coll_copy_block(d + size_t(q) * bytes, ptr(ctx, f + size_t(me) * bytes, q), s.len, how,
-                        scratch);
-      else
-        coll_copy_block(ptr(ctx, d + size_t(me) * bytes, q), f + size_t(q) * bytes, s.len, how,
-                        scratch);
-    }
-  };
-  return coll_exchange(
-      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return detail::coll_blocks_step(ctx, st, slot, dest, src, bytes, bytes, part, parts, mode, how,
+                                  scratch, timeout_ns, what);
 }
 
 namespace detail {
@@ -69,7 +52,6 @@ __device__ __forceinline__ Status alltoallv_block(
     const uint64_t* recv_offsets, int part, int parts, CollCopy how, CollScratch scratch,
     uint64_t timeout_ns, const char* what = "alltoallv") {
   const int me = ctx.my_pe;
-  const uint64_t peers = coll_all_peers(ctx);
   auto body = [&] {
     for (int k = 0; k < ctx.n_pes; ++k) {
       const int q = coll_peer(ctx, k);  // k = 0: this PE's own block
@@ -84,8 +66,7 @@ __device__ __forceinline__ Status alltoallv_block(
                       static_cast<const char*>(src) + soff + s.offset, s.len, how, scratch);
     }
   };
-  return coll_exchange(
-      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange_all(ctx, st, slot, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem

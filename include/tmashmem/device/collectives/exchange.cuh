@@ -62,6 +62,17 @@ __device__ __forceinline__ Status coll_exchange(const Ctx& ctx, const CollState&
   return s;
 }
 
+/// coll_exchange with every peer on both sides and nothing to prologue: the step of the
+/// collectives in which each PE touches every other PE's data.
+template <class Body>
+__device__ __forceinline__ Status coll_exchange_all(const Ctx& ctx, const CollState& st, int slot,
+                                                    Body&& body, uint64_t timeout_ns,
+                                                    const char* what, bool done_handshake = true) {
+  const uint64_t peers = coll_all_peers(ctx);
+  return coll_exchange(
+      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what, done_handshake);
+}
+
 /// The peers of this PE in visiting order: me+1, me+2, ... (mod n_pes), so that at
 /// every moment the PEs read from (or write to) different peers.
 __device__ __forceinline__ int coll_peer(const Ctx& ctx, int k) {

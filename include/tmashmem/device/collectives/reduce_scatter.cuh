@@ -27,12 +27,10 @@ __device__ __forceinline__ Status reduce_scatter_block(const Ctx& ctx, const Col
   constexpr size_t es = sizeof(typename CollElem<D>::Bits);
   const CollSlice s = coll_slice(count * es, part, parts);
   const char* chunk = static_cast<const char*>(src) + size_t(ctx.my_pe) * count * es;
-  const uint64_t peers = coll_all_peers(ctx);
   auto body = [&] {
     coll_reduce_pes<D, Op>(ctx, static_cast<char*>(dest) + s.offset, chunk + s.offset, s.len / es);
   };
-  return coll_exchange(
-      ctx, st, slot, peers, peers, [] {}, body, timeout_ns, what);
+  return coll_exchange_all(ctx, st, slot, body, timeout_ns, what);
 }
 
 }  // namespace tmashmem
