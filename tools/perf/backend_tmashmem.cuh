@@ -10,7 +10,7 @@
 #include "tmashmem/device.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_machine.cuh"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
 

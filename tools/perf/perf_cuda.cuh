@@ -1,7 +1,8 @@
 // Runtime-neutral CUDA pieces of the benchmarks, so that every program moves, times and
-// checks data the same way: checked calls, a host watchdog on every wait, data patterns
-// and their on-device checks, the CTA partition, the plain SM copy, in-kernel timestamps
-// and a stream hold for copy-engine timing. The machine set-up is in perf_machine.cuh.
+// checks data the same way: checked calls, a host watchdog on every wait, data patterns and
+// their on-device checks, the CTA partition, the plain SM copy, in-kernel timestamps, a
+// stream hold for copy-engine timing; and the machine: the GPU each rank uses, the
+// copy-engine ceilings measured in the same run, PlacementShift, a seed every rank shares.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,7 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -93,9 +94,9 @@ inline void fill_pattern(void* p, size_t bytes, uint64_t seed, cudaStream_t stre
 class Checker {
  public:
   Checker() {
-    PERF_CUDA(cudaMalloc(&bad_, sizeof(unsigned long long)));
-    PERF_CUDA(cudaMemset(bad_, 0, sizeof(unsigned long long)));
-    PERF_CUDA(cudaMallocHost(&host_, sizeof(unsigned long long)));
+    PERF_CUDA(cudaMalloc(&bad_, sizeof *bad_));
+    PERF_CUDA(cudaMemset(bad_, 0, sizeof *bad_));
+    PERF_CUDA(cudaMallocHost(&host_, sizeof *host_));
   }
   ~Checker() {
     cudaFree(bad_);
@@ -180,7 +181,7 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
   }
 }
 
-// ---- ping-pong flags ------------------------------------------------------------------
+// ---- ping-pong flags and in-kernel timestamps -----------------------------------------
 
 // What one ping-pong round sends: a signal (tmashmem: signal_op, a release; NVSHMEM:
 // nvshmemx_signal_op, relaxed), a relaxed signal (tmashmem only), or a put + signal from one
@@ -197,8 +198,6 @@ constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
 inline uint64_t* ping_flag(uint64_t* flags, int rep) {
   return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
 }
-
-// ---- in-kernel timestamps -------------------------------------------------------------
 
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() at the iteration
 // boundaries; stamps[n+1], stamps[n+2] the global timer (ns) next to stamps[0] and
@@ -226,16 +225,14 @@ __device__ __forceinline__ void stamp_sm(uint64_t* stamps, long n) {
   stamps[n + 3] = uint64_t(sm) + 1;
 }
 
-// Median and mean per iteration (us) from the stamps of n iterations.
-inline Spread iteration_times(const std::vector<uint64_t>& st, long n, double* mean_us) {
+// Median per iteration (us) from the stamps of n iterations.
+inline double median_iteration_us(const std::vector<uint64_t>& st, long n) {
   const size_t m = size_t(n);
-  const double ns = static_cast<double>(st[m + 2] - st[m + 1]);
-  const double cycles = static_cast<double>(st[m] - st[0]);
+  const double ns = double(st[m + 2] - st[m + 1]), cycles = double(st[m] - st[0]);
   std::vector<double> each(m);
   for (size_t i = 0; i < m; ++i)
-    each[i] = static_cast<double>(st[i + 1] - st[i]) * (cycles > 0 ? ns / cycles : 0) * 1e-3;
-  *mean_us = n > 0 ? ns * 1e-3 / static_cast<double>(n) : 0;
-  return spread_of(each);
+    each[i] = double(st[i + 1] - st[i]) * (cycles > 0 ? ns / cycles : 0) * 1e-3;
+  return spread_of(each).median;
 }
 
 class EventPair {
@@ -264,8 +261,6 @@ class EventPair {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
-// ---- holding a stream while work is enqueued ------------------------------------------
-
 // Copy-engine references are one API call per iteration. Timed as they are enqueued, small
 // copies measure how fast the host enqueues. StreamHold parks the stream behind a one-thread
 // kernel spinning on a host-mapped word; release() lets the enqueued work run back to back,
@@ -287,8 +282,7 @@ class StreamHold {
     PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
     host_ = p;
     host_[0] = host_[1] = 0;
-    PERF_CUDA(
-        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), const_cast<int*>(host_), 0));
+    PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), p, 0));
   }
   ~StreamHold() { cudaFreeHost(const_cast<int*>(host_)); }
   StreamHold(const StreamHold&) = delete;
@@ -314,12 +308,148 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
   int dev = 0, optin = 0;
   PERF_CUDA(cudaGetDevice(&dev));
   PERF_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (bytes > static_cast<size_t>(optin))
-    die(std::string(name) + " needs " + std::to_string(bytes) +
-        " bytes of shared memory per CTA; "
-        "the device allows " +
-        std::to_string(optin) + " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
+  if (bytes > size_t(optin))
+    die(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory per " +
+        "CTA; the device allows " + std::to_string(optin) +
+        " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+// ---- the machine ----------------------------------------------------------------------
+
+// Median payload GB/s of `reps` repetitions of 4 copies of `bytes` (peer copies when the
+// devices differ), then the destination checked against the pattern for `seed`. Rank 0.
+inline double copy_rate(void* dst, int dst_dev, const void* src, int src_dev, size_t bytes,
+                        uint64_t seed, int reps, double timeout_s) {
+  cudaStream_t s;
+  PERF_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto copy = [&](void* to, int to_dev, const void* from, int from_dev) {
+    PERF_CUDA(to_dev != from_dev ? cudaMemcpyPeerAsync(to, to_dev, from, from_dev, bytes, s)
+                                 : cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s));
+  };
+  PERF_CUDA(cudaMemsetAsync(dst, kPoison, bytes, s));
+  copy(dst, dst_dev, src, src_dev);
+  EventPair ev;
+  std::vector<double> gbps;
+  for (int r = 0; r < reps; ++r) {
+    ev.start(s);
+    for (int i = 0; i < 4; ++i) copy(dst, dst_dev, src, src_dev);
+    ev.stop(s);
+    gbps.push_back(double(bytes) * 4 / (ev.elapsed_ms(timeout_s, "ceiling") * 1e6));
+  }
+  void* back = dst;  // a peer's copy comes back here to be checked
+  if (dst_dev != src_dev) PERF_CUDA(cudaMalloc(&back, bytes));
+  if (back != dst) copy(back, src_dev, dst, dst_dev);
+  Checker check;
+  check.pattern(back, bytes, seed, s);
+  const unsigned long long bad = check.take(s, timeout_s);
+  if (back != dst) PERF_CUDA(cudaFree(back));
+  PERF_CUDA(cudaStreamDestroy(s));
+  if (bad) die("ceiling copies delivered " + std::to_string(bad) + " wrong words");
+  return spread_of(gbps).median;
+}
+
+// cudaMemcpy device-to-device on this GPU and cudaMemcpyPeer to the next GPU (0: one GPU
+// visible), payload GB/s of 256 MiB copies: rank 0 measures, every rank gets the figures.
+inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, double timeout_s) {
+  const size_t bytes = size_t(256) << 20;
+  double v[2] = {0, 0};
+  if (mpi_rank() == 0) {
+    int dev = 0, count = 0;
+    PERF_CUDA(cudaGetDevice(&dev));
+    PERF_CUDA(cudaGetDeviceCount(&count));
+    void *src = nullptr, *dst = nullptr, *far = nullptr;
+    PERF_CUDA(cudaMalloc(&src, bytes));
+    PERF_CUDA(cudaMalloc(&dst, bytes));
+    const uint64_t seed = 0xC0FFEEull ^ std::random_device{}();
+    fill_pattern(src, bytes, seed, nullptr);
+    PERF_CUDA(cudaDeviceSynchronize());
+    v[0] = copy_rate(dst, dev, src, dev, bytes, seed, reps, timeout_s);
+    if (count > 1) {
+      const int other = (dev + 1) % count;
+      int can = 0;
+      PERF_CUDA(cudaDeviceCanAccessPeer(&can, dev, other));
+      PERF_CUDA(cudaSetDevice(other));
+      PERF_CUDA(cudaMalloc(&far, bytes));
+      PERF_CUDA(cudaSetDevice(dev));
+      if (can && cudaDeviceEnablePeerAccess(other, 0) != cudaSuccess) (void)cudaGetLastError();
+      v[1] = copy_rate(far, other, src, dev, bytes, seed, reps, timeout_s);
+      PERF_CUDA(cudaFree(far));
+    }
+    PERF_CUDA(cudaFree(src));
+    PERF_CUDA(cudaFree(dst));
+  }
+  MPI_Bcast(v, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  *d2d_gbps = v[0];
+  *peer_gbps = v[1];
+}
+
+// Device memory held from before the runtime creates its heap until exit: a random 0..31
+// pages of 2 MiB, so that each launch's heap lands on other physical pages (launches in a
+// row otherwise got the same pages, and their pooled spread missed what differs between two
+// runs). PERF_PLACEMENT_SHIFT=0 turns it off. Construct after selecting the device, before
+// the runtime's init.
+class PlacementShift {
+ public:
+  PlacementShift() {
+    const char* env = std::getenv("PERF_PLACEMENT_SHIFT");
+    if (env && std::string(env) == "0") return;
+    pages_ = std::random_device{}() % 32;
+    if (pages_) PERF_CUDA(cudaMalloc(&held_, pages_ << 21));
+  }
+  ~PlacementShift() {
+    if (held_) cudaFree(held_);
+  }
+  PlacementShift(const PlacementShift&) = delete;
+  PlacementShift& operator=(const PlacementShift&) = delete;
+  // Rank 0 prints every PE's page count. COLLECTIVE.
+  void print() const {
+    const std::vector<unsigned long long> all = gather_to_root(pages_);
+    if (mpi_rank() != 0) return;
+    std::printf("# placement shift: 2 MiB pages held before init, per PE:");
+    for (unsigned long long n : all) std::printf(" %llu", n);
+    std::printf("\n");
+  }
+
+ private:
+  size_t pages_ = 0;
+  void* held_ = nullptr;
+};
+
+// A seed every rank agrees on, different in every run.
+inline uint64_t run_seed() {
+  uint64_t seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return seed;
+}
+
+inline int device_sm_count() {
+  int dev = 0, sms = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+// Picks this rank's GPU (node-local rank modulo the device count) and creates the context
+// before anything is timed. Prints the device and the command line once.
+inline void select_device(const char* runtime, int argc, char** argv) {
+  int count = 0, local_rank = 0, driver = 0;
+  PERF_CUDA(cudaGetDeviceCount(&count));
+  if (count == 0) die("no CUDA device");
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_free(&local);
+  PERF_CUDA(cudaSetDevice(local_rank % count));
+  PERF_CUDA(cudaFree(nullptr));
+  if (mpi_rank() != 0) return;
+  cudaDeviceProp prop;
+  PERF_CUDA(cudaGetDeviceProperties(&prop, local_rank % count));
+  PERF_CUDA(cudaDriverGetVersion(&driver));
+  std::printf("# %s on %s (%d SMs), %d GPU(s) visible, driver API %d, %d PE(s)\n#", runtime,
+              prop.name, prop.multiProcessorCount, count, driver, mpi_size());
+  for (int i = 0; i < argc; ++i) std::printf(" %s", argv[i]);
+  std::printf("\n");
 }
 
 }  // namespace perf

@@ -1,6 +1,8 @@
 // The measurement loops of every benchmark program. A test describes each operation as a
 // Case (how to prepare the destination, run the timed work, check the destination); the
 // loops here time it, check the destination after every timed repetition, and report it.
+// Operations timed inside one kernel on several PEs at once (ping-pong, barrier) are a
+// StampCase, timed per iteration by the kernel's own stamps.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "tools/perf/perf_common.h"
 #include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
@@ -38,6 +39,8 @@ inline size_t slot_span(const std::vector<size_t>& footprints) {
   for (size_t f : footprints) span = std::max(span, slot_offset(f, kSlots - 1) + f);
   return span;
 }
+
+constexpr size_t kGuard = 4096;  // poisoned bytes after every destination
 
 // One operation timed with CUDA events around `run`; everything else is untimed. `off` is
 // the byte offset of this repetition's placement in every buffer the case touches.
@@ -66,16 +69,18 @@ struct Case {
   }
 };
 
-// Makes `dst` (this PE's buffer or a peer's mapping of one) the destination: before every
-// repetition its `bytes` and the `guard` bytes after them are poisoned, after it they must
-// hold the pattern for *seed (read when the check is enqueued) and the poison.
-inline void use_destination(Case& c, char* dst, const uint64_t* seed, size_t guard) {
+// Makes each of `dsts` (this PE's buffer or peers' mappings of one) a destination: before
+// every repetition its `bytes` and the kGuard bytes after them are poisoned, after it they
+// must hold the pattern for *seed (read when the check is enqueued) and the poison.
+inline void use_destination(Case& c, std::vector<char*> dsts, const uint64_t* seed) {
   c.prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + guard, s));
+    for (char* d : dsts) PERF_CUDA(cudaMemsetAsync(d + o, kPoison, bytes + kGuard, s));
   };
   c.verify = [=](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& ch) {
-    ch.pattern(dst + o, bytes, *seed, s);
-    ch.bytes_equal(dst + o + bytes, guard, kPoison, s);
+    for (char* d : dsts) {
+      ch.pattern(d + o, bytes, *seed, s);
+      ch.bytes_equal(d + o + bytes, kGuard, kPoison, s);
+    }
   };
 }
 
@@ -152,11 +157,10 @@ inline int run_cases(const Options& opt, Report& report, const std::vector<Case>
           if (!opt.want(c.op) || (c.applies && !c.applies(bytes))) continue;
           if (c.grid && ctas != sms.front()) continue;  // fixed grid: once per size
           const int grid = c.grid ? c.grid : ctas;
+          const long by_target = long((opt.target_bytes + bytes - 1) / bytes);
           long iters =
-              c.iters
-                  ? c.iters(grid, bytes)
-                  : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000,
-                                                     long((opt.target_bytes + bytes - 1) / bytes)));
+              c.iters ? c.iters(grid, bytes)
+                      : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000, by_target));
           if (c.max_iters) iters = std::min(iters, c.max_iters);
           const long warmup = opt.warmup ? opt.warmup : std::max<long>(1, iters / 10);
           unsigned long long bad = 0;
@@ -189,8 +193,6 @@ inline int run_cases(const Options& opt, Report& report, const std::vector<Case>
   return failures;
 }
 
-// An operation timed inside one kernel that runs on several PEs at once (ping-pong,
-// barrier): per-iteration stamps, median per iteration.
 struct StampCase {
   std::string op;
   size_t bytes = 0;
@@ -221,12 +223,10 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
   int failures = 0;
   for (const StampCase& c : cases) {
     if (!opt.want(c.op)) continue;
-    std::vector<double> medians, means;
+    std::vector<double> medians;
     std::string placement;  // the SM of each PE's timing thread, per repetition
-    bool placed = false;
-    int errors = 0;
-    for (int r = 0; r < opt.reps && !errors; ++r) {
-      int err = 0;
+    int err = 0;
+    for (int r = 0; r < opt.reps && !err; ++r) {
       PERF_CUDA(cudaMemsetAsync(error, 0, sizeof(int), stream));
       PERF_CUDA(cudaMemsetAsync(stamps, 0, sizeof(uint64_t) * host.size(), stream));
       sync_stream(stream, opt.timeout_s, c.op + " setup");
@@ -240,27 +240,18 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
       }
       base += uint64_t(warmup + iters);
       MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (err) {  // timed-out waits leave the signals inconsistent: stop this case
-        ++errors;
-        if (mpi_rank() == 0)
-          std::fprintf(stderr, "%s %s: a PE reported error %d in repetition %d\n", test.c_str(),
-                       c.op.c_str(), err, r);
-        break;
-      }
+      if (err && mpi_rank() == 0)  // timed-out waits leave the signals inconsistent: stop
+        std::fprintf(stderr, "%s %s: a PE reported error %d in repetition %d\n", test.c_str(),
+                     c.op.c_str(), err, r);
       const std::vector<unsigned long long> sms =
-          gather_to_root(c.participates ? host[size_t(iters) + 3] : 0);
-      if (mpi_rank() != 0) continue;
-      double mean = 0;
-      medians.push_back(iteration_times(host, iters, &mean).median);
-      means.push_back(mean);
-      placement += r ? " " : "";
-      for (size_t p = 0; p < sms.size(); ++p) {
-        placement += std::string(p ? "/" : "") + (sms[p] ? std::to_string(sms[p] - 1) : "-");
-        placed = placed || sms[p] != 0;
-      }
+          gather_to_root(c.participates ? host[iters + 3] : 0);
+      if (err || mpi_rank() != 0) continue;
+      medians.push_back(median_iteration_us(host, iters));
+      for (size_t p = 0; p < sms.size(); ++p)
+        placement += (p ? "/" : r ? " " : "") + (sms[p] ? std::to_string(sms[p] - 1) : "-");
     }
     unsigned long long bad = 0;
-    if (errors == 0 && c.verify) {
+    if (!err && c.verify) {
       MPI_Barrier(MPI_COMM_WORLD);
       bad = c.verify(stream, base);
       base += uint64_t(iters);
@@ -274,16 +265,13 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
     row.bytes = c.bytes;
     row.iters = iters;
     row.set_samples(medians);
-    row.check = errors ? "FAIL(timeout/data)" : check_text(bad);
+    row.check = err ? "FAIL(timeout/data)" : check_text(bad);
     report.add(row);
-    if (mpi_rank() == 0 && !means.empty())
-      std::printf("  %10s %-16s mean per iteration %.3f us (median over repetitions)\n", "",
-                  c.op.c_str(), spread_of(means).median);
-    if (mpi_rank() == 0 && placed)
+    if (mpi_rank() == 0 && placement.find_first_of("0123456789") != std::string::npos)
       std::printf("  %10s %-16s SM of PE 0/1/... per repetition: %s\n", "", c.op.c_str(),
                   placement.c_str());
-    if (errors || bad) ++failures;
-    if (errors) break;  // the signals and barrier counters are no longer consistent
+    failures += err || bad;
+    if (err) break;  // the signals and barrier counters are no longer consistent
   }
   PERF_CUDA(cudaFree(stamps));
   PERF_CUDA(cudaFree(error));

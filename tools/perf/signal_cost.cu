@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "tools/perf/backend_tmashmem.cuh"
@@ -145,52 +146,68 @@ __global__ void pingpong(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* f
   if (initiator) *elapsed_ns = perf::global_timer() - start;
 }
 
+// The text of each part of a variant's name.
+const char* const kSendName[] = {"signal_op (release)", "signal_op_relaxed",
+                                 "st.relaxed.gpu",      "st.relaxed.sys",
+                                 "st.volatile",         "fence.acq_rel.gpu + st.relaxed.gpu",
+                                 "st.release.sys"};
+const char* const kWaitName[] = {"signal_wait_until(timeout)",
+                                 "signal_wait_until",
+                                 "ld.acquire.gpu poll",
+                                 "ld.relaxed.gpu poll + fence",
+                                 "ld.volatile poll",
+                                 "ld.acquire.sys poll",
+                                 "signal_wait_until(ctx, timeout 0)",
+                                 "ld.acquire.gpu poll, checked"};
+
+using Launch = void (*)(const tmashmem_ctx_t&, uint64_t*, uint64_t, long, int, int,
+                        unsigned long long*, int*);
 struct Variant {
-  const char* name;
-  void (*launch)(const tmashmem_ctx_t&, uint64_t*, uint64_t, long, int, int, unsigned long long*,
-                 int*);
+  Send send;
+  Wait wait;
+  bool shaped;
+  Launch launch;
+  std::string name() const {
+    return std::string(shaped ? "perf-shaped: " : "") + kSendName[int(send)] + " + " +
+           kWaitName[int(wait)];
+  }
 };
 
 template <Send kSend, Wait kWait, bool kShaped = false>
-void launch(const tmashmem_ctx_t& ctx, uint64_t* flag, uint64_t base, long iters, int peer,
-            int initiator, unsigned long long* elapsed, int* error) {
-  pingpong<kSend, kWait, kShaped>
-      <<<1, 1>>>(ctx, flag, base, iters, peer, initiator, elapsed, error);
+Variant variant() {
+  return {kSend, kWait, kShaped,
+          [](const tmashmem_ctx_t& ctx, uint64_t* flag, uint64_t base, long iters, int peer,
+             int initiator, unsigned long long* elapsed, int* error) {
+            pingpong<kSend, kWait, kShaped>
+                <<<1, 1>>>(ctx, flag, base, iters, peer, initiator, elapsed, error);
+          }};
 }
 
+using S = Send;
+using W = Wait;
 const Variant kVariants[] = {
-    {"signal_op (release) + signal_wait_until(timeout)",
-     launch<Send::LibRelease, Wait::LibTimeout>},
-    {"signal_op (release) + signal_wait_until", launch<Send::LibRelease, Wait::LibForever>},
-    {"signal_op_relaxed + signal_wait_until(timeout)", launch<Send::LibRelaxed, Wait::LibTimeout>},
-    {"signal_op_relaxed + signal_wait_until", launch<Send::LibRelaxed, Wait::LibForever>},
-    {"signal_op_relaxed + ld.acquire.gpu poll", launch<Send::LibRelaxed, Wait::AcquireGpuPoll>},
-    {"st.relaxed.gpu + signal_wait_until(timeout)", launch<Send::StRelaxedGpu, Wait::LibTimeout>},
-    {"st.relaxed.gpu + signal_wait_until", launch<Send::StRelaxedGpu, Wait::LibForever>},
-    {"st.relaxed.gpu + ld.acquire.gpu poll", launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll>},
-    {"st.relaxed.gpu + ld.relaxed.gpu poll + fence",
-     launch<Send::StRelaxedGpu, Wait::RelaxedPollFence>},
-    {"st.volatile + ld.volatile poll (NVSHMEM's ops)",
-     launch<Send::StVolatile, Wait::VolatilePoll>},
-    {"fence.acq_rel.gpu + st.relaxed.gpu + acquire poll",
-     launch<Send::FenceThenStRelaxed, Wait::AcquireGpuPoll>},
-    {"st.release.sys + ld.acquire.sys poll", launch<Send::StReleaseSys, Wait::AcquireSysPoll>},
-    {"st.relaxed.sys + ld.acquire.sys poll", launch<Send::StRelaxedSys, Wait::AcquireSysPoll>},
-    {"st.relaxed.sys + signal_wait_until", launch<Send::StRelaxedSys, Wait::LibForever>},
-    {"perf-shaped: signal_op_relaxed + signal_wait_until(t)",
-     launch<Send::LibRelaxed, Wait::LibTimeout, true>},
-    {"perf-shaped: signal_op_relaxed + signal_wait_until(ctx)",
-     launch<Send::LibRelaxed, Wait::LibCtxForever, true>},
-    {"perf-shaped: st.relaxed.gpu + signal_wait_until(t)",
-     launch<Send::StRelaxedGpu, Wait::LibTimeout, true>},
-    {"perf-shaped: signal_op_relaxed + ld.acquire.gpu poll",
-     launch<Send::LibRelaxed, Wait::AcquireGpuPoll, true>},
-    {"perf-shaped: st.relaxed.gpu + acquire poll, checked",
-     launch<Send::StRelaxedGpu, Wait::AcquireGpuPollChecked, true>},
-    {"perf-shaped: st.volatile + ld.volatile poll",
-     launch<Send::StVolatile, Wait::VolatilePoll, true>},
-    {"perf-shaped: st.relaxed.gpu + ld.acquire.gpu poll",
-     launch<Send::StRelaxedGpu, Wait::AcquireGpuPoll, true>},
+    variant<S::LibRelease, W::LibTimeout>(),
+    variant<S::LibRelease, W::LibForever>(),
+    variant<S::LibRelaxed, W::LibTimeout>(),
+    variant<S::LibRelaxed, W::LibForever>(),
+    variant<S::LibRelaxed, W::AcquireGpuPoll>(),
+    variant<S::StRelaxedGpu, W::LibTimeout>(),
+    variant<S::StRelaxedGpu, W::LibForever>(),
+    variant<S::StRelaxedGpu, W::AcquireGpuPoll>(),
+    variant<S::StRelaxedGpu, W::RelaxedPollFence>(),
+    variant<S::StVolatile, W::VolatilePoll>(),
+    variant<S::FenceThenStRelaxed, W::AcquireGpuPoll>(),
+    variant<S::StReleaseSys, W::AcquireSysPoll>(),
+    variant<S::StRelaxedSys, W::AcquireSysPoll>(),
+    variant<S::StRelaxedSys, W::LibForever>(),
+    // The same calls inside the shape of tmashmem-perf's ping-pong kernel.
+    variant<S::LibRelaxed, W::LibTimeout, true>(),
+    variant<S::LibRelaxed, W::LibCtxForever, true>(),
+    variant<S::StRelaxedGpu, W::LibTimeout, true>(),
+    variant<S::LibRelaxed, W::AcquireGpuPoll, true>(),
+    variant<S::StRelaxedGpu, W::AcquireGpuPollChecked, true>(),
+    variant<S::StVolatile, W::VolatilePoll, true>(),
+    variant<S::StRelaxedGpu, W::AcquireGpuPoll, true>(),
 };
 
 }  // namespace
@@ -224,31 +241,32 @@ int main(int argc, char** argv) {
   if (me == 0)
     std::printf(
         "signal round trip, PE 0 <-> PE 1, one thread each, %ld rounds x %d repetitions, one "
-        "flag address per repetition (one_gpu flag %d)\n%-52s %9s %9s %9s  (us per round trip)\n",
+        "flag address per repetition (one_gpu flag %d)\n%-64s %9s %9s %9s  (us per round trip)\n",
         iters, kReps, (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0, "send + wait", "min", "median",
         "max");
   uint64_t base = 0;
   int err = 0;
   for (const Variant& v : kVariants) {
+    const std::string name = v.name();
     std::vector<double> us;
     for (int rep = 0; rep < kReps && !err; ++rep) {
       Runtime::barrier_all();
       v.launch(ctx, perf::ping_flag(flags, rep), base, iters, 1 - me, me == 0, elapsed, error);
-      PERF_LAUNCHED(v.name);
-      perf::sync_stream(nullptr, 60, v.name);
+      PERF_LAUNCHED(name.c_str());
+      perf::sync_stream(nullptr, 60, name);
       base += uint64_t(iters);
       unsigned long long ns = 0;
       PERF_CUDA(cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost));
       PERF_CUDA(cudaMemcpy(&err, error, sizeof err, cudaMemcpyDeviceToHost));
       if (err)
-        std::fprintf(stderr, "[PE %d] %s: %s\n", me, v.name,
+        std::fprintf(stderr, "[PE %d] %s: %s\n", me, name.c_str(),
                      err == 1 ? "a wait timed out" : "the flag did not end at the last value");
       us.push_back(double(ns) / 1000.0 / double(iters - iters / 10));
     }
     MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (err) break;
     const perf::Spread t = perf::spread_of(us);
-    if (me == 0) std::printf("%-52s %9.3f %9.3f %9.3f\n", v.name, t.min, t.median, t.max);
+    if (me == 0) std::printf("%-64s %9.3f %9.3f %9.3f\n", name.c_str(), t.min, t.median, t.max);
   }
   if (me == 0) std::printf("%s\n", err ? "FAILED" : "all round trips checked");
   Runtime::free(flags);

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "tools/perf/perf_machine.cuh"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
 
