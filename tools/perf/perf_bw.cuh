@@ -22,11 +22,8 @@ inline int test_ceiling(const Options& opt, Report& report, int) {
   report.table_header("ceiling (256 MiB copies, rank 0)");
   for (const double gbps : {report.d2d_gbps, report.peer_gbps}) {
     if (gbps <= 0) continue;
-    Row r;
-    r.test = "ceiling";
-    r.op = gbps == report.d2d_gbps ? "memcpy_d2d" : "memcpy_peer";
-    r.bytes = size_t(256) << 20;
-    r.iters = 4;
+    Row r("ceiling", gbps == report.d2d_gbps ? "memcpy_d2d" : "memcpy_peer", 0, 0,
+          size_t(256) << 20, 4);
     r.reps = opt.reps;
     const double us = double(r.bytes) / (gbps * 1e3);
     r.time_us = {us, us, us};

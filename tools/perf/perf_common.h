@@ -105,18 +105,14 @@ struct Options {
 
 inline void print_usage(const char* prog) {
   std::printf(
-      "usage: mpirun -np N %s <test> [options]\n"
-      "tests: ceiling (cudaMemcpy D2D / Peer), bw (PE 0 -> PE 1, itself with 1 PE), mcast\n"
-      "  (multicast_store to every PE beside one put per PE), msg (small messages in one kernel:\n"
-      "  rate and op + quiet latency), pingpong (PE 0 <-> PE 1), barrier (every PE), all\n"
-      "options:\n"
-      "  -b/-e SIZE  smallest / largest size (K/M/G)   -f F   size step factor\n"
-      "  -n N   most timed iterations per repetition   -w N   warm-up iterations\n"
-      "  -r N   timed repetitions (min/median/max; 5)  -s LIST  CTA counts, e.g. 1,16,all\n"
-      "  -t N   threads per CTA (1024)                 -o LIST  only these ops\n"
-      "  --target SIZE (bw: bytes per repetition, 1G)  --nbi-threads N (4)  --stage SIZE (48K)\n"
-      "  --tile-rows N (32 rows of 1 KiB)  --tile-stages N (6)  --timeout S (20)\n"
-      "  --csv FILE  append rows to FILE (header when the file is empty)\n",
+      "usage: mpirun -np N %s ceiling|bw|mcast|msg|pingpong|barrier|all [options]\n"
+      "  -b/-e SIZE smallest/largest size (K/M/G)  -f F size factor  -n N most timed iterations\n"
+      "  -w N warm-up iterations  -r N repetitions (5)  -s LIST CTA counts (1,16,all)\n"
+      "  -t N threads per CTA (1024)  -o LIST only these ops  --target SIZE (bw bytes per rep, "
+      "1G)\n"
+      "  --nbi-threads N (4)  --stage SIZE (48K)  --tile-rows N (32)  --tile-stages N (6)\n"
+      "  --timeout S (20)  --csv FILE (rows appended; header when empty)\n"
+      "tests: see the comments at the top of tools/perf/perf_bw.cuh, perf_msg.cuh, perf_sync.cuh\n",
       prog);
 }
 
@@ -251,6 +247,10 @@ struct Row {
   std::string ref_op;              // reference measured in the same run ("" if none)
   double ref_gbps = 0;
   std::string check;  // "ok", "FAIL(<n> bad)", "FAIL(timeout/data)"
+
+  Row() = default;
+  Row(std::string t, std::string o, int s, int thr, size_t b, long it)
+      : test(std::move(t)), op(std::move(o)), sms(s), threads(thr), bytes(b), iters(it) {}
 
   void set_samples(std::vector<double> samples) {
     time_us = spread_of(samples);

@@ -2,7 +2,7 @@
 // checks data the same way: checked calls, a host watchdog on every wait, data patterns and
 // their on-device checks, the CTA partition, the plain SM copy, in-kernel timestamps, a
 // stream hold for copy-engine timing; and the machine: the GPU each rank uses, the
-// copy-engine ceilings measured in the same run, PlacementShift, a seed every rank shares.
+// copy-engine ceiling measured in the same run, PlacementShift, a seed every rank shares.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -138,12 +138,10 @@ class Checker {
     count_wrong_kernel<T, kPattern><<<grid_for(n), 256, 0, s>>>(p, n, seed, first, value, bad_);
     PERF_LAUNCHED("count_wrong_kernel");
   }
-  unsigned long long* bad_ = nullptr;
-  unsigned long long* host_ = nullptr;
-  unsigned long long host_extra_ = 0;
+  unsigned long long *bad_ = nullptr, *host_ = nullptr, host_extra_ = 0;
 };
 
-// ---- the partition every bandwidth kernel uses --------------------------------------
+// ---- the partition every bandwidth kernel uses, the plain SM copy --------------------
 
 // Share `i` of `n` of a `bytes` buffer: equal shares rounded up to `align` bytes, the last
 // one shorter (possibly empty). Identical for every runtime.
@@ -161,8 +159,8 @@ __host__ __device__ inline Range cta_range(size_t bytes, unsigned cta, unsigned 
   return share(bytes, cta, ctas);
 }
 
-// The plain SM copy a hand-written kernel gets: each CTA copies its share with 16-byte
-// loads and stores, four in flight per thread; `iters` times over.
+// What a hand-written kernel gets: each CTA copies its share with 16-byte loads and stores,
+// four in flight per thread; `iters` times over.
 static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, long iters) {
   const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
   uint4* d = reinterpret_cast<uint4*>(dst + r.begin);
@@ -235,37 +233,13 @@ inline double median_iteration_us(const std::vector<uint64_t>& st, long n) {
   return spread_of(each).median;
 }
 
-class EventPair {
- public:
-  EventPair() {
-    PERF_CUDA(cudaEventCreate(&start_));
-    PERF_CUDA(cudaEventCreate(&stop_));
-  }
-  ~EventPair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-  void start(cudaStream_t s) { PERF_CUDA(cudaEventRecord(start_, s)); }
-  void stop(cudaStream_t s) { PERF_CUDA(cudaEventRecord(stop_, s)); }
-  // Waits (bounded) for the stop event; returns the elapsed milliseconds.
-  double elapsed_ms(double timeout_s, const std::string& what) {
-    wait_event(stop_, timeout_s, what);
-    float ms = 0;
-    PERF_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
+// ---- timing on a stream ---------------------------------------------------------------
 
 // Copy-engine references are one API call per iteration. Timed as they are enqueued, small
-// copies measure how fast the host enqueues. StreamHold parks the stream behind a one-thread
-// kernel spinning on a host-mapped word; release() lets the enqueued work run back to back,
-// so the events time the GPU alone. The spin gives up after kHoldTimeoutNs (a host blocked
-// on a full queue would never release it); held_out() then says the hold did not cover it.
+// copies measure how fast the host enqueues. With `hold`, the stream is parked behind a
+// one-thread kernel spinning on a host-mapped word until everything is enqueued, so that the
+// events time the GPU alone; the spin gives up after 2 s (a host blocked on a full queue
+// would never release it), which time() reports as a failure.
 static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out, uint64_t limit) {
   for (const uint64_t start = global_timer(); *go == 0;)
     if (global_timer() - start > limit) {
@@ -274,33 +248,53 @@ static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out
     }
 }
 
-class StreamHold {
+class StreamTimer {
  public:
-  static constexpr uint64_t kHoldTimeoutNs = 2000000000ull;
-  StreamHold() {
+  explicit StreamTimer(bool hold) {
+    PERF_CUDA(cudaEventCreate(&start_));
+    PERF_CUDA(cudaEventCreate(&stop_));
     int* p = nullptr;
-    PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
-    host_ = p;
-    host_[0] = host_[1] = 0;
-    PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), p, 0));
+    if (hold)
+      PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
+    hold_ = p;
   }
-  ~StreamHold() { cudaFreeHost(const_cast<int*>(host_)); }
-  StreamHold(const StreamHold&) = delete;
-  StreamHold& operator=(const StreamHold&) = delete;
-  void hold(cudaStream_t s) {
-    host_[0] = 0;
-    stream_hold_kernel<<<1, 1, 0, s>>>(device_, device_ + 1, kHoldTimeoutNs);
-    PERF_LAUNCHED("stream_hold_kernel");
+  ~StreamTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    if (hold_) cudaFreeHost(const_cast<int*>(hold_));
   }
-  void release() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    host_[0] = 1;
+  StreamTimer(const StreamTimer&) = delete;
+  StreamTimer& operator=(const StreamTimer&) = delete;
+
+  // Milliseconds `enqueue` takes on `s` (bounded wait); *held_out: the hold gave up first.
+  template <class F>
+  double time(cudaStream_t s, double timeout_s, const std::string& what, F&& enqueue,
+              bool* held_out = nullptr) {
+    if (hold_) {
+      int* dev = nullptr;
+      hold_[0] = hold_[1] = 0;
+      PERF_CUDA(
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), const_cast<int*>(hold_), 0));
+      stream_hold_kernel<<<1, 1, 0, s>>>(dev, dev + 1, 2000000000ull);
+      PERF_LAUNCHED("stream_hold_kernel");
+    }
+    PERF_CUDA(cudaEventRecord(start_, s));
+    enqueue();
+    PERF_CUDA(cudaEventRecord(stop_, s));
+    if (hold_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      hold_[0] = 1;
+    }
+    wait_event(stop_, timeout_s, what);
+    if (held_out) *held_out = hold_ && hold_[1] != 0;
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
   }
-  bool held_out() const { return host_[1] != 0; }
 
  private:
-  volatile int* host_ = nullptr;
-  int* device_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  volatile int* hold_ = nullptr;
 };
 
 // Lets `kernel` use `bytes` of dynamic shared memory, or says which option to lower.
@@ -317,67 +311,41 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
 
 // ---- the machine ----------------------------------------------------------------------
 
-// Median payload GB/s of `reps` repetitions of 4 copies of `bytes` (peer copies when the
-// devices differ), then the destination checked against the pattern for `seed`. Rank 0.
-inline double copy_rate(void* dst, int dst_dev, const void* src, int src_dev, size_t bytes,
-                        uint64_t seed, int reps, double timeout_s) {
-  cudaStream_t s;
-  PERF_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  auto copy = [&](void* to, int to_dev, const void* from, int from_dev) {
-    PERF_CUDA(to_dev != from_dev ? cudaMemcpyPeerAsync(to, to_dev, from, from_dev, bytes, s)
-                                 : cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s));
-  };
-  PERF_CUDA(cudaMemsetAsync(dst, kPoison, bytes, s));
-  copy(dst, dst_dev, src, src_dev);
-  EventPair ev;
-  std::vector<double> gbps;
-  for (int r = 0; r < reps; ++r) {
-    ev.start(s);
-    for (int i = 0; i < 4; ++i) copy(dst, dst_dev, src, src_dev);
-    ev.stop(s);
-    gbps.push_back(double(bytes) * 4 / (ev.elapsed_ms(timeout_s, "ceiling") * 1e6));
-  }
-  void* back = dst;  // a peer's copy comes back here to be checked
-  if (dst_dev != src_dev) PERF_CUDA(cudaMalloc(&back, bytes));
-  if (back != dst) copy(back, src_dev, dst, dst_dev);
-  Checker check;
-  check.pattern(back, bytes, seed, s);
-  const unsigned long long bad = check.take(s, timeout_s);
-  if (back != dst) PERF_CUDA(cudaFree(back));
-  PERF_CUDA(cudaStreamDestroy(s));
-  if (bad) die("ceiling copies delivered " + std::to_string(bad) + " wrong words");
-  return spread_of(gbps).median;
-}
-
-// cudaMemcpy device-to-device on this GPU and cudaMemcpyPeer to the next GPU (0: one GPU
-// visible), payload GB/s of 256 MiB copies: rank 0 measures, every rank gets the figures.
+// Payload GB/s of cudaMemcpy device-to-device (256 MiB, the median of `reps` repetitions of 4
+// copies, the copy checked) on rank 0, and of cudaMemcpyPeer to the next GPU where more than
+// one is visible (else 0), on every rank.
 inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, double timeout_s) {
   const size_t bytes = size_t(256) << 20;
   double v[2] = {0, 0};
-  if (mpi_rank() == 0) {
-    int dev = 0, count = 0;
-    PERF_CUDA(cudaGetDevice(&dev));
-    PERF_CUDA(cudaGetDeviceCount(&count));
-    void *src = nullptr, *dst = nullptr, *far = nullptr;
+  int dev = 0, count = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaGetDeviceCount(&count));
+  for (int peer = 0; mpi_rank() == 0 && peer < (count > 1 ? 2 : 1); ++peer) {
+    const int other = peer ? (dev + 1) % count : dev;
+    void *src = nullptr, *dst = nullptr, *back = nullptr;
     PERF_CUDA(cudaMalloc(&src, bytes));
+    PERF_CUDA(cudaMalloc(&back, bytes));
+    PERF_CUDA(cudaSetDevice(other));
     PERF_CUDA(cudaMalloc(&dst, bytes));
-    const uint64_t seed = 0xC0FFEEull ^ std::random_device{}();
+    PERF_CUDA(cudaSetDevice(dev));
+    if (peer && cudaDeviceEnablePeerAccess(other, 0) != cudaSuccess) (void)cudaGetLastError();
+    const uint64_t seed = std::random_device{}();
     fill_pattern(src, bytes, seed, nullptr);
-    PERF_CUDA(cudaDeviceSynchronize());
-    v[0] = copy_rate(dst, dev, src, dev, bytes, seed, reps, timeout_s);
-    if (count > 1) {
-      const int other = (dev + 1) % count;
-      int can = 0;
-      PERF_CUDA(cudaDeviceCanAccessPeer(&can, dev, other));
-      PERF_CUDA(cudaSetDevice(other));
-      PERF_CUDA(cudaMalloc(&far, bytes));
-      PERF_CUDA(cudaSetDevice(dev));
-      if (can && cudaDeviceEnablePeerAccess(other, 0) != cudaSuccess) (void)cudaGetLastError();
-      v[1] = copy_rate(far, other, src, dev, bytes, seed, reps, timeout_s);
-      PERF_CUDA(cudaFree(far));
+    StreamTimer timer(false);
+    std::vector<double> gbps;
+    for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+      const double ms = timer.time(nullptr, timeout_s, "ceiling", [&] {
+        for (int i = 0; i < 4; ++i) PERF_CUDA(cudaMemcpyPeerAsync(dst, other, src, dev, bytes));
+      });
+      if (r >= 0) gbps.push_back(double(bytes) * 4 / (ms * 1e6));
     }
-    PERF_CUDA(cudaFree(src));
-    PERF_CUDA(cudaFree(dst));
+    PERF_CUDA(cudaMemcpyPeer(back, dev, dst, other, bytes));
+    Checker check;
+    check.pattern(back, bytes, seed, nullptr);
+    if (const unsigned long long bad = check.take(nullptr, timeout_s))
+      die("ceiling copies delivered " + std::to_string(bad) + " wrong words");
+    for (void* p : {src, dst, back}) PERF_CUDA(cudaFree(p));
+    v[peer] = spread_of(gbps).median;
   }
   MPI_Bcast(v, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   *d2d_gbps = v[0];
@@ -388,13 +356,12 @@ inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, doub
 // pages of 2 MiB, so that each launch's heap lands on other physical pages (launches in a
 // row otherwise got the same pages, and their pooled spread missed what differs between two
 // runs). PERF_PLACEMENT_SHIFT=0 turns it off. Construct after selecting the device, before
-// the runtime's init.
+// the runtime's init; print() (collective) says every PE's page count.
 class PlacementShift {
  public:
   PlacementShift() {
     const char* env = std::getenv("PERF_PLACEMENT_SHIFT");
-    if (env && std::string(env) == "0") return;
-    pages_ = std::random_device{}() % 32;
+    pages_ = env && std::string(env) == "0" ? 0 : std::random_device{}() % 32;
     if (pages_) PERF_CUDA(cudaMalloc(&held_, pages_ << 21));
   }
   ~PlacementShift() {
@@ -402,7 +369,6 @@ class PlacementShift {
   }
   PlacementShift(const PlacementShift&) = delete;
   PlacementShift& operator=(const PlacementShift&) = delete;
-  // Rank 0 prints every PE's page count. COLLECTIVE.
   void print() const {
     const std::vector<unsigned long long> all = gather_to_root(pages_);
     if (mpi_rank() != 0) return;

@@ -37,7 +37,8 @@ inline int test_pingpong(const Options& opt, Report& report, int) {
   const int peer = me == 0 ? 1 : 0, initiator = me == 0;
   const uint64_t timeout_ns = opt.timeout_ns();
   std::vector<StampCase> cases;
-  auto make = [&](const char* op, const void* kernel, size_t bytes, int threads) {
+  // `dev`: the device face the kernel takes (Device, or PtxDevice for the bare signals).
+  auto make = [&](const char* op, const void* kernel, size_t bytes, int threads, auto dev) {
     StampCase c;
     c.op = op;
     c.bytes = bytes;
@@ -45,25 +46,38 @@ inline int test_pingpong(const Options& opt, Report& report, int) {
     c.participates = me < 2;
     c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
-      launch_with(kernel, 1, threads, s, false, rt, buf, src, bytes, ping_flag(flags, rep), base,
+      launch_with(kernel, 1, threads, s, false, dev, buf, src, bytes, ping_flag(flags, rep), base,
                   warmup, iters, peer, initiator, timeout_ns, stamps, error);
     };
     cases.push_back(c);
   };
   auto kernel = [](auto k) { return reinterpret_cast<const void*>(k); };
-  make("signal", kernel(pingpong_kernel<Device, PingOp::Signal>), 8, 1);
+  make("signal", kernel(pingpong_kernel<Device, PingOp::Signal>), 8, 1, rt);
 #if PERF_TMASHMEM
   // Like for like with NVSHMEM's wait, which has no timeout: signal_relaxed waits forever;
-  // signal_relaxed_timeout is the same round trip with the bound.
-  make("signal_relaxed", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed, false>), 8, 1);
-  make("signal_relaxed_timeout", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed>), 8, 1);
+  // signal_relaxed_timeout is the same round trip with the bound. ptx_* (last): the same
+  // round trip from single PTX operations (PtxDevice), same kernel, no library call.
+  make("signal_relaxed", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed, false>), 8, 1, rt);
+  make("signal_relaxed_timeout", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed>), 8, 1, rt);
 #endif
-  make("put_signal_thread", kernel(pingpong_kernel<Device, PingOp::PutSignalThread>), 8, 1);
+  make("put_signal_thread", kernel(pingpong_kernel<Device, PingOp::PutSignalThread>), 8, 1, rt);
   for (size_t bytes : sizes)
-    make("put_signal", kernel(pingpong_kernel<Device, PingOp::PutSignalBlock>), bytes, opt.threads);
+    make("put_signal", kernel(pingpong_kernel<Device, PingOp::PutSignalBlock>), bytes, opt.threads,
+         rt);
+#if PERF_TMASHMEM
+  auto ptx = [&](const char* op, auto face) {
+    make(op, kernel(pingpong_kernel<decltype(face), PingOp::SignalRelaxed, false>), 8, 1,
+         decltype(face){rt.ctx});
+  };
+  ptx("ptx_volatile", PtxDevice<Ptx::Volatile>{});
+  ptx("ptx_relaxed_sys", PtxDevice<Ptx::RelaxedSys>{});
+  ptx("ptx_relaxed_gpu_fence", PtxDevice<Ptx::RelaxedGpuFence>{});
+  ptx("ptx_release_sys", PtxDevice<Ptx::ReleaseSys>{});
+#endif
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip (signal: signal_op; "
-      "signal_relaxed[_timeout]: signal_op_relaxed, waiting without [with] a timeout; "
+      "signal_relaxed[_timeout]: signal_op_relaxed, waiting without [with] a timeout; ptx_*: "
+      "single PTX stores and polls; "
       "put_signal_thread: put_signal from one thread; put_signal: the block-scope put_signal; "
       "each + a signal wait)");
   const int failures = run_stamped(opt, report, "pingpong", cases, opt.iters ? opt.iters : 1000,

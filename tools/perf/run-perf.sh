@@ -111,8 +111,6 @@ else
   for np in 2 4; do both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 256M -f 2 -n 20 -w 5; done
   ls "$RESULTS"/*coll.np*.log >/dev/null 2>&1 &&
     python3 "$HERE/perf.py" coll "$RESULTS"/*coll.np*.log --out "$RESULTS/perf_coll.launches.csv"
-  # A signal round trip taken apart (not plotted; docs/performance.md reads it out).
-  run signal-cost 2 tmashmem-signal-cost
 fi
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
 if [ "$SET" = full ] && [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
@@ -139,7 +137,6 @@ if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
     awk -F, -v cfg="$(basename "$f" .csv)" 'NR > 1 { printf "  %-28s %-10s %3d SMs %9.1f\n", cfg, $3, $5, $14 }' "$f"
   done | tee "$RESULTS/tune/summary.txt"
 fi
-[ -s "$RESULTS/signal-cost.log" ] && cat "$RESULTS/signal-cost.log"
 merged=$(ls "$RESULTS"/perf_*.csv 2>/dev/null | grep -v '\.launches\.csv$')
 if python3 "$HERE/plot.py" --out "$RESULTS/plots" $merged >"$RESULTS/plot.log" 2>&1; then
   cat "$RESULTS/plots/summary.txt" 2>/dev/null
