@@ -29,11 +29,10 @@ using namespace perf;
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Options opt;
-  const bool parsed = parse_options(argc, argv, &opt);
-  if (!parsed || opt.help) {
-    if (parsed && mpi_rank() == 0) print_usage(argv[0]);
+  int code = 0;
+  if (!parse_options(argc, argv, &opt, &code)) {
     MPI_Finalize();
-    return parsed ? 0 : 2;
+    return code;
   }
   select_device(Runtime::kName, argc, argv);
   const PlacementShift shift;  // before init: the heap's physical pages differ per launch

@@ -1,14 +1,14 @@
 // The ceiling, bandwidth and multicast tests of tmashmem-perf and perf_nvshmem. bw: PE 0
 // putting into / getting from PE 1 (itself with one PE) beside the copy engine and a plain
 // SM copy, over sizes and SM counts. mcast (tmashmem): multicast_store to every reachable
-// PE beside one putmem_block per PE, same sizes, same CTAs. Every destination is checked
-// after every repetition. Included by perf.cu after the runtime's backend (`Runtime`).
+// PE beside one putmem_block per PE and a hand-written store fan-out, same sizes, same
+// CTAs; GB/s counts every copy. Every destination is checked after every repetition.
+// Included by perf.cu after the runtime's backend (`Runtime`).
 #pragma once
 
 #include <cstdio>
 #include <functional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "tools/perf/kernels.cuh"
@@ -73,56 +73,52 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   set_smem(reinterpret_cast<const void*>(nbi_kernel<Device, false>), nbi_smem, "nbi_get");
 
   std::vector<Case> cases;
-  // Put: local src -> PE pe's dst; get: PE pe's src -> local dst; every buffer at the
-  // repetition's slot offset `o`.
-  auto add = [&](const std::string& op, const std::string& ref, int thr, Run run) {
-    cases.push_back(bw_case("bw", op, ref, thr, std::move(run)));
-    use_destination(cases.back(), {op.substr(op.size() - 3) == "put" ? peer_dst : dst}, &seed);
+  // op_put: local src -> PE pe's dst, then op_get: PE pe's src -> local dst; `run(put, to,
+  // from)` makes the direction's launch; every buffer at the repetition's slot offset `o`.
+  auto pair = [&](const std::string& op, int thr, auto run) {
+    for (const bool put : {true, false}) {
+      const std::string dir = put ? "_put" : "_get";
+      cases.push_back(bw_case("bw", op + dir, op == "memcpy" ? "" : "memcpy" + dir, thr,
+                              run(put, put ? peer_dst : dst, put ? src : peer_src)));
+      use_destination(cases.back(), {put ? peer_dst : dst}, &seed);
+    }
   };
-  auto copies = [](char* to, const char* from) -> Run {
+  pair("memcpy", 0, [](bool, char* to, const char* from) -> Run {
     return [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
       for (long i = 0; i < iters; ++i)
         PERF_CUDA(cudaMemcpyAsync(to + o, from + o, bytes, cudaMemcpyDeviceToDevice, s));
     };
-  };
-  add("memcpy_put", "", 0, copies(peer_dst, src));
-  add("memcpy_get", "", 0, copies(dst, peer_src));
+  });
 #if PERF_TMASHMEM
-  for (auto on_stream : {tmashmem_putmem_on_stream, tmashmem_getmem_on_stream})
-    add(on_stream == tmashmem_putmem_on_stream ? "on_stream_put" : "on_stream_get",
-        on_stream == tmashmem_putmem_on_stream ? "memcpy_put" : "memcpy_get", 0,
-        [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
-          for (long i = 0; i < iters; ++i)
-            tm_check(on_stream(dst + o, src + o, bytes, pe, s), "tmashmem_*mem_on_stream");
-        });
+  pair("on_stream", 0, [=](bool put, char*, const char*) -> Run {
+    return [=, f = put ? tmashmem_putmem_on_stream : tmashmem_getmem_on_stream](
+               cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+      for (long i = 0; i < iters; ++i)
+        tm_check(f(dst + o, src + o, bytes, pe, s), "tmashmem_*mem_on_stream");
+    };
+  });
 #endif
   // The plain SM copy: what a hand-written kernel gets through the peer mapping.
-  auto sm_copy = [=](char* to, const char* from) -> Run {
+  pair("smcopy", threads, [=](bool, char* to, const char* from) -> Run {
     return [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
       sm_copy_kernel<<<ctas, threads, 0, s>>>(to + o, from + o, bytes, iters);
       PERF_LAUNCHED("sm_copy_kernel");
     };
-  };
-  add("smcopy_put", "memcpy_put", threads, sm_copy(peer_dst, src));
-  add("smcopy_get", "memcpy_get", threads, sm_copy(dst, peer_src));
-  auto block = [=](auto put) -> Run {
-    return [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-      block_kernel<Device, decltype(put)::value>
-          <<<ctas, threads, 0, s>>>(rt, dst + o, src + o, bytes, pe, iters);
+  });
+  pair("block", threads, [=](bool put, char*, const char*) -> Run {
+    return [=, k = put ? block_kernel<Device, true> : block_kernel<Device, false>](
+               cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+      k<<<ctas, threads, 0, s>>>(rt, dst + o, src + o, bytes, pe, iters);
       PERF_LAUNCHED("block_kernel");
     };
-  };
-  auto nbi = [=](auto put) -> Run {
-    return [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-      nbi_kernel<Device, decltype(put)::value>
-          <<<ctas, nbi_threads, nbi_smem, s>>>(rt, dst + o, src + o, bytes, pe, iters, stage);
+  });
+  pair("nbi", nbi_threads, [=](bool put, char*, const char*) -> Run {
+    return [=, k = put ? nbi_kernel<Device, true> : nbi_kernel<Device, false>](
+               cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+      k<<<ctas, nbi_threads, nbi_smem, s>>>(rt, dst + o, src + o, bytes, pe, iters, stage);
       PERF_LAUNCHED("nbi_kernel");
     };
-  };
-  add("block_put", "memcpy_put", threads, block(std::true_type{}));
-  add("block_get", "memcpy_get", threads, block(std::false_type{}));
-  add("nbi_put", "memcpy_put", nbi_threads, nbi(std::true_type{}));
-  add("nbi_get", "memcpy_get", nbi_threads, nbi(std::false_type{}));
+  });
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
@@ -136,20 +132,22 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     dst_view = TileView(dst, span, kTileRowBytes, static_cast<uint32_t>(opt.tile_rows));
     set_smem(reinterpret_cast<const void*>(tile_copy_kernel), tile_smem, "tile copy");
     const uint64_t timeout_ns = opt.timeout_ns();
-    for (int put = 1; put >= 0; --put) {
-      const int from = put ? me : pe, to = put ? pe : me;
-      add(put ? "tile_put" : "tile_get", put ? "memcpy_put" : "memcpy_get", 1,
-          [=, sv = src_view.handle, dv = dst_view.handle](cudaStream_t s, int ctas, size_t bytes,
-                                                          long iters, size_t o) {
-            tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
-                sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
-                static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
-                error);
-            PERF_LAUNCHED("tile_copy_kernel");
-          });
-      check_error_word(cases.back(), error, opt.timeout_s);
-      cases.back().applies = [tile_bytes](size_t bytes) { return bytes % tile_bytes == 0; };
-    }
+    pair("tile", 1,
+         [&, sv = src_view.handle, dv = dst_view.handle](bool put, char*, const char*) -> Run {
+           return [=, from = put ? me : pe, to = put ? pe : me](
+                      cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+             tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
+                 sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
+                 static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
+                 error);
+             PERF_LAUNCHED("tile_copy_kernel");
+           };
+         });
+    for (Case& c : cases)
+      if (c.op.rfind("tile_", 0) == 0) {
+        check_error_word(c, error, opt.timeout_s);
+        c.applies = [tile_bytes](size_t bytes) { return bytes % tile_bytes == 0; };
+      }
     for (size_t s : sizes)
       if (s % tile_bytes && mpi_rank() == 0)
         std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows there\n", s,
@@ -181,23 +179,36 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
 }
 
 #if PERF_TMASHMEM
+// How fanout_kernel reaches every PE: one putmem_block per PE, a hand-written fan-out (each
+// 16-byte word loaded once and stored to every peer mapping), or one multicast_store (its
+// unicast fan-out where the runtime made no multicast object).
+enum class Fanout { PutPerPe, StorePerPe, Multicast };
+
 // Each CTA sends its share of `src` to every reachable local PE's copy of symmetric `dst`,
-// `iters` times over: with one multicast_store (kMulticast: its unicast fan-out where the
-// runtime made no multicast object) or with one putmem_block per PE, in PE order.
-template <bool kMulticast>
+// `iters` times over.
+template <Fanout kHow>
 __global__ void fanout_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst,
                               const char* src, size_t bytes, long iters) {
   const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;
+  const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
   for (long it = 0; it < iters; ++it) {
-    if constexpr (kMulticast) {
+    if constexpr (kHow == Fanout::Multicast) {
       tmashmem::multicast_store<uint32_t, tmashmem::Coop::Block>(
           ctx, reinterpret_cast<uint32_t*>(dst + r.begin),
           reinterpret_cast<const uint32_t*>(src + r.begin), (r.end - r.begin) / 4);
-    } else {
-      for (int pe = ctx.first_local_pe; pe < ctx.first_local_pe + ctx.n_local_pes; ++pe)
+    } else if constexpr (kHow == Fanout::PutPerPe) {
+      for (int pe = first; pe < last; ++pe)
         if (tmashmem::is_reachable(ctx, pe))
           tmashmem::putmem_block(ctx, dst + r.begin, src + r.begin, r.end - r.begin, pe);
+    } else {
+      for (size_t i = r.begin + 16 * threadIdx.x; i < r.end; i += 16 * size_t(blockDim.x)) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src + i);
+        for (int pe = first; pe < last; ++pe)
+          if (tmashmem::is_reachable(ctx, pe))
+            *reinterpret_cast<uint4*>(tmashmem::ptr(ctx, dst + i, pe)) = v;
+      }
+      __syncthreads();
     }
   }
 }
@@ -214,14 +225,17 @@ inline int test_mcast(const Options& opt, Report& report, int device_sms) {
   const uint64_t seed0 = run_seed();
   uint64_t seed = seed0;
   std::vector<Case> cases;
-  for (const bool mc : {false, true}) {
-    auto kernel = mc ? fanout_kernel<true> : fanout_kernel<false>;
-    cases.push_back(bw_case(
-        "mcast", mc ? "multicast_store" : "put_per_pe", mc ? "put_per_pe" : "", opt.threads,
-        [=, thr = opt.threads](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-          kernel<<<ctas, thr, 0, s>>>(ctx, dst + o, src + o, bytes, iters);
-          PERF_LAUNCHED("fanout_kernel");
-        }));
+  const std::pair<const char*, void (*)(tmashmem_ctx_t, char*, const char*, size_t, long)> ops[] = {
+      {"put_per_pe", fanout_kernel<Fanout::PutPerPe>},
+      {"store_per_pe", fanout_kernel<Fanout::StorePerPe>},
+      {"multicast_store", fanout_kernel<Fanout::Multicast>}};
+  for (const auto& entry : ops) {
+    cases.push_back(bw_case("mcast", entry.first, &entry == ops ? "" : "put_per_pe", opt.threads,
+                            [=, kernel = entry.second, thr = opt.threads](
+                                cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+                              kernel<<<ctas, thr, 0, s>>>(ctx, dst + o, src + o, bytes, iters);
+                              PERF_LAUNCHED("fanout_kernel");
+                            }));
     cases.back().messages = [n = copies.size()](int, size_t) { return double(n); };
     use_destination(cases.back(), copies, &seed);
   }

@@ -1,7 +1,7 @@
-// Host pieces of every benchmark program (tmashmem-perf, perf_nvshmem, bench_init*,
-// tmashmem-signal-cost): MPI helpers, the command line (nccl-tests style), size and SM
-// lists, statistics over repetitions, and the report: a table on stdout and rows appended
-// to a CSV whose columns are the same in every program (tools/perf/perf.py pools them).
+// Host pieces of every benchmark program (tmashmem-perf, perf_nvshmem, bench_init*): MPI
+// helpers, the command line (nccl-tests style), size and SM lists, statistics over
+// repetitions, and the report: a table on stdout and rows appended to a CSV whose columns
+// are the same in every program (tools/perf/perf.py pools them).
 #pragma once
 
 #include <mpi.h>
@@ -95,7 +95,6 @@ struct Options {
   int tile_stages = 6;                    // tile bandwidth: tiles in flight per CTA
   double timeout_s = 20;                  // host watchdog per kernel, bound of device waits
   std::string csv;                        // append rows here
-  bool help = false;
 
   bool want(const std::string& op) const {
     return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
@@ -103,46 +102,35 @@ struct Options {
   uint64_t timeout_ns() const { return static_cast<uint64_t>(timeout_s * 1e9); }
 };
 
-inline void print_usage(const char* prog) {
-  std::printf(
-      "usage: mpirun -np N %s ceiling|bw|mcast|msg|pingpong|barrier|all [options]\n"
-      "  -b/-e SIZE smallest/largest size (K/M/G)  -f F size factor  -n N most timed iterations\n"
-      "  -w N warm-up iterations  -r N repetitions (5)  -s LIST CTA counts (1,16,all)\n"
-      "  -t N threads per CTA (1024)  -o LIST only these ops  --target SIZE (bw bytes per rep, "
-      "1G)\n"
-      "  --nbi-threads N (4)  --stage SIZE (48K)  --tile-rows N (32)  --tile-stages N (6)\n"
-      "  --timeout S (20)  --csv FILE (rows appended; header when empty)\n"
-      "tests: see the comments at the top of tools/perf/perf_bw.cuh, perf_msg.cuh, perf_sync.cuh\n",
-      prog);
-}
-
-// Parses argv; on a bad argument prints why (rank 0) and returns false.
-inline bool parse_options(int argc, char** argv, Options* o) {
+// Parses argv (rank 0 says why it refused an argument, or prints the usage for -h);
+// returns false where the program should not run: a bad argument (*code 2) or -h (0).
+inline bool parse_options(int argc, char** argv, Options* o, int* code) {
   using Field =
       std::variant<size_t*, double*, long*, int*, std::string*, std::vector<std::string>*>;
   struct Flag {
-    const char *name, *alias;
+    const char* name;
     Field field;
     double lo, hi;
+    const char* help;
   };
-  const double kMax = 1e18, kAbove = 1 + 1e-9;
+  const double kMax = 1e18;
   const Flag flags[] = {
-      {"-b", "--minbytes", &o->min_bytes, 0, kMax},
-      {"-e", "--maxbytes", &o->max_bytes, 0, kMax},
-      {"-f", "--stepfactor", &o->step_factor, kAbove, kMax},
-      {"-n", "--iters", &o->iters, 1, kMax},
-      {"-w", "--warmup", &o->warmup, 0, kMax},
-      {"-r", "--reps", &o->reps, 1, 1e6},
-      {"-s", "--sms", &o->sms, 0, 0},
-      {"-t", "--threads", &o->threads, 32, 1024},
-      {"-o", "--ops", &o->ops, 0, 0},
-      {"--target", "", &o->target_bytes, 1, kMax},
-      {"--nbi-threads", "", &o->nbi_threads, 1, 32},
-      {"--stage", "", &o->stage_bytes, 1024, kMax},
-      {"--tile-rows", "", &o->tile_rows, 1, 256},
-      {"--tile-stages", "", &o->tile_stages, 2, 64},
-      {"--timeout", "", &o->timeout_s, 1e-9, kMax},
-      {"--csv", "", &o->csv, 0, 0},
+      {"-b", &o->min_bytes, 0, kMax, "SIZE  smallest size (K/M/G suffixes)"},
+      {"-e", &o->max_bytes, 0, kMax, "SIZE  largest size"},
+      {"-f", &o->step_factor, 1 + 1e-9, kMax, "F     size step factor"},
+      {"-n", &o->iters, 1, kMax, "N     most timed iterations per repetition"},
+      {"-w", &o->warmup, 0, kMax, "N     warm-up iterations"},
+      {"-r", &o->reps, 1, 1e6, "N     timed repetitions: min / median / max over them (5)"},
+      {"-s", &o->sms, 0, 0, "LIST  CTA counts, e.g. 1,16,all"},
+      {"-t", &o->threads, 32, 1024, "N     threads per CTA, a multiple of 32 (1024)"},
+      {"-o", &o->ops, 0, 0, "LIST  only these ops"},
+      {"--target", &o->target_bytes, 1, kMax, "SIZE  bw: bytes per repetition (1G)"},
+      {"--nbi-threads", &o->nbi_threads, 1, 32, "N     issuing threads per CTA of nbi_* (4)"},
+      {"--stage", &o->stage_bytes, 1024, kMax, "SIZE  shared-memory staging per issuer (48K)"},
+      {"--tile-rows", &o->tile_rows, 1, 256, "N     tile bw: rows of 1 KiB per tile (32)"},
+      {"--tile-stages", &o->tile_stages, 2, 64, "N     tile bw: tiles in flight per CTA (6)"},
+      {"--timeout", &o->timeout_s, 1e-9, kMax, "S     host watchdog, device wait bound (20)"},
+      {"--csv", &o->csv, 0, 0, "FILE  append rows (a header when the file is empty)"},
   };
   auto set = [](const Flag& f, const char* v) {
     return std::visit(
@@ -164,16 +152,23 @@ inline bool parse_options(int argc, char** argv, Options* o) {
         },
         f.field);
   };
-  auto fail = [](const char* what, const char* value) {
+  auto fail = [&](const char* what, const char* value) {
     if (mpi_rank() == 0) std::fprintf(stderr, "perf: bad %s '%s' (see --help)\n", what, value);
+    *code = 2;
     return false;
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const Flag* f = std::find_if(std::begin(flags), std::end(flags),
-                                 [&](const Flag& g) { return a == g.name || a == g.alias; });
+                                 [&](const Flag& g) { return a == g.name; });
     if (a == "-h" || a == "--help") {
-      o->help = true;
+      if (mpi_rank() == 0)
+        std::printf("usage: mpirun -np N %s ceiling|bw|mcast|msg|pingpong|barrier|all [options]\n",
+                    argv[0]);
+      for (const Flag& g : flags)
+        if (mpi_rank() == 0) std::printf("  %-14s %s\n", g.name, g.help);
+      *code = 0;
+      return false;
     } else if (a[0] != '-') {
       if (!o->test.empty()) return fail("extra argument", argv[i]);
       o->test = a;
@@ -186,7 +181,7 @@ inline bool parse_options(int argc, char** argv, Options* o) {
     }
   }
   if (o->threads % 32) return fail("-t (a multiple of 32)", std::to_string(o->threads).c_str());
-  if (!o->help && o->test.empty()) return fail("test", "(none given)");
+  if (o->test.empty()) return fail("test", "(none given)");
   return true;
 }
 

@@ -62,17 +62,18 @@ t_start=$(date +%s)
 # run NAME NP PROGRAM ARGS...: one mpirun, its log in RESULTS/NAME.log; tmashmem-perf and
 # perf_nvshmem append their rows to $RUN_CSV or perf_<runtime>.launches.csv.
 run() {
-  local name=$1 np=$2 prog=$3 t0=$(date +%s) rc csv=()
+  local name=$1 np=$2 prog=$3 t0=$(date +%s) rc csv=() bin=$PERF_DIR/$3
   shift 3
   case $prog in
     tmashmem-perf) csv=(--csv "${RUN_CSV:-$RESULTS/perf_tmashmem.launches.csv}") ;;
     perf_nvshmem) csv=(--csv "${RUN_CSV:-$RESULTS/perf_nvshmem.launches.csv}") ;;
   esac
-  if [ ! -x "$PERF_DIR/$prog" ]; then
+  [ -x "$bin" ] || bin=$PERF_DIR/coll/$prog  # the collectives' programs
+  if [ ! -x "$bin" ]; then
     echo "run-perf: $prog not built; skipping $name"
     return 0
   fi
-  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np "$np" "$PERF_DIR/$prog" "$@" "${csv[@]}" \
+  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np "$np" "$bin" "$@" "${csv[@]}" \
     >"$RESULTS/$name.log" 2>&1
   rc=$?
   printf 'run-perf: %-28s np=%d rc=%d %3ds\n' "$name" "$np" "$rc" "$(($(date +%s) - t0))"
