@@ -9,10 +9,11 @@
 # PERF_LAUNCHES (default 3): each test runs in that many processes, alternating tmashmem and
 # NVSHMEM; `perf.py merge` pools their repetitions into one row per measurement, so that a
 # row's spread covers what changes from one process to the next. The launches' own rows stay
-# in perf_*.launches.csv. PERF_SET=quick runs only the rows a change is first checked on (tile
-# and block put/get with their plain-copy and copy-engine references, ping-pong, message rate
-# and latency, 2 PEs); PERF_SKIP_SHAPES=1 leaves out the tile/bulk shape sweeps. Exits
-# non-zero if any run failed (a destination check, a timeout, a crash).
+# in perf_*.launches.csv. PERF_SET: full (default), quick (only the rows a change is first
+# checked on: tile and block put/get with their plain-copy and copy-engine references,
+# ping-pong, message rate and latency, 2 PEs), or a list of the groups below ("mcast coll");
+# PERF_SKIP_SHAPES=1 leaves out the tile/bulk shape sweeps. Exits non-zero if any run failed
+# (a destination check, a timeout, a crash).
 set -uo pipefail
 BUILD=${1:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
 RESULTS=${2:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
@@ -51,8 +52,8 @@ mps_start
 
 LAUNCHES=${PERF_LAUNCHES:-3}
 SET=${PERF_SET:-full}
-if ! [[ "$LAUNCHES" =~ ^[1-9][0-9]*$ ]] || ! [[ "$SET" =~ ^(full|quick)$ ]]; then
-  echo "run-perf: PERF_LAUNCHES must be a positive integer and PERF_SET full or quick" >&2
+if ! [[ "$LAUNCHES" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run-perf: PERF_LAUNCHES must be a positive integer; got '$LAUNCHES'" >&2
   exit 2
 fi
 rm -f "$RESULTS"/perf_*.csv
@@ -92,40 +93,44 @@ both() {
     [ -n "$nv" ] && run "nvshmem.$name.l$l" "$np" "$nv" "$@"
   done
 }
+# The groups of tests a set runs, in this order (PERF_SET: full, quick, or a list of groups).
+case $SET in
+  full) groups="pingpong barrier bw bw_np1 bw_sms msg mcast coll shapes" ;;
+  quick) groups="pingpong bw bw_sms msg" ;;
+  *) groups=$SET ;;
+esac
+[ "${PERF_SKIP_SHAPES:-0}" = 1 ] && groups=${groups/shapes/}
+has() { [[ " $groups " == *" $1 "* ]]; }
+# The quick set: the rows a change is first checked on, with their references, at 2 PEs.
+ops=() sm_sweep=1,2,4,8,16,32,64,96,all
+[ "$SET" = quick ] && ops=(-o tile_put,tile_get,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get) sm_sweep=32,64,96
 # Repetitions: ping-pong 16 = every flag slot; bandwidth and the tile message rate 8 = every
 # buffer slot twice (perf_driver.cuh).
-QUICK_OPS=tile_put,tile_get,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get
-both pingpong.np2 2 tmashmem-perf perf_nvshmem pingpong -b 8 -e 1M -f 8 -r 16
-if [ "$SET" = quick ]; then
-  both bw.np2 2 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8 -o "$QUICK_OPS"
-  both bw_sms.np2 2 tmashmem-perf "" bw -b 256M -e 256M -s 32,64,96 -r 3 -o "$QUICK_OPS"
-  both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
-else
-  for np in 1 2 4; do both "barrier.np$np" "$np" tmashmem-perf perf_nvshmem barrier -r 5; done
-  both bw.np2 2 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8
-  both bw.np1 1 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8
-  both bw_sms.np2 2 tmashmem-perf perf_nvshmem bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
-  both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
-  # multicast_store's fan-out beside one put per PE (tmashmem only).
-  for np in 2 4; do both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
-  # Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones.
-  for np in 2 4; do both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 256M -f 2 -n 20 -w 5; done
-  ls "$RESULTS"/*coll.np*.log >/dev/null 2>&1 &&
-    python3 "$HERE/perf.py" coll "$RESULTS"/*coll.np*.log --out "$RESULTS/perf_coll.launches.csv"
+has pingpong && both pingpong.np2 2 tmashmem-perf perf_nvshmem pingpong -b 8 -e 1M -f 8 -r 16
+for np in 1 2 4; do has barrier && both "barrier.np$np" "$np" tmashmem-perf perf_nvshmem barrier -r 5; done
+has bw && both bw.np2 2 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8 "${ops[@]}"
+has bw_np1 && both bw.np1 1 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8
+has bw_sms && both bw_sms.np2 2 tmashmem-perf perf_nvshmem bw -b 256M -e 256M -s $sm_sweep -r 3 "${ops[@]}"
+has msg && both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
+# multicast_store's fan-out beside a put and a store per PE (tmashmem only).
+for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
+# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones.
+for np in 2 4; do has coll && both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 256M -f 2 -n 20 -w 5; done
+if has coll && ls "$RESULTS"/*coll.np*.log >/dev/null 2>&1; then
+  python3 "$HERE/perf.py" coll "$RESULTS"/*coll.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
 fi
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
-if [ "$SET" = full ] && [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
+for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
+  has shapes || break
   mkdir -p "$RESULTS/tune"
-  for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
-    read -r kind a b <<<"$cfg"
-    if [ "$kind" = tile ]; then
-      name=tile_rows${a}_stages$b args=(-o tile_put,tile_get --tile-rows "$a" --tile-stages "$b")
-    else
-      name=nbi_issuers${a}_stage$b args=(-o nbi_put,nbi_get --nbi-threads "$a" --stage "$b")
-    fi
-    RUN_CSV=$RESULTS/tune/$name.csv run "tune.$name" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 "${args[@]}"
-  done
-fi
+  read -r kind a b <<<"$cfg"
+  if [ "$kind" = tile ]; then
+    name=tile_rows${a}_stages$b args=(-o tile_put,tile_get --tile-rows "$a" --tile-stages "$b")
+  else
+    name=nbi_issuers${a}_stage$b args=(-o nbi_put,nbi_get --nbi-threads "$a" --stage "$b")
+  fi
+  RUN_CSV=$RESULTS/tune/$name.csv run "tune.$name" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 "${args[@]}"
+done
 mps_stop
 echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s ($LAUNCHES launches per test, set $SET)"
 for raw in "$RESULTS"/perf_*.launches.csv; do
