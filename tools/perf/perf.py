@@ -18,11 +18,11 @@ each) becomes rows of test "coll": op = the collective, the mean time per call a
 launch's one sample, GB/s = algbw (busbw = algbw x the collective's bus factor). Merged like
 the others, a row's spread is the spread over launches.
 
-compare: RESULTS_x is a folder (its perf_*.csv, run-perf.sh's output) or comma-separated CSV
-files or quoted globs ('docs/perf/suite_*.csv'; files of other columns are passed over). For every row both share: does B's median lie within
-A's spread, do the spreads overlap, how far apart are the medians, and is B slower beyond
-A's spread. With RESULTS_C also A vs C and B vs C, and the rows slower beyond A's spread in
-both B and C. Exits 0 (the verdict is in the text: a measurement, not a test).
+compare: RESULTS_x is a folder (its perf_*.csv) or comma-separated CSV files or quoted globs
+('docs/perf/suite_*.csv'; files of other columns are passed over). For every row both share:
+does B's median lie within A's spread, do the spreads overlap, how far apart are the medians,
+is B slower beyond A's spread. With RESULTS_C also A vs C and B vs C, and the rows slower
+beyond A's spread in both B and C. Exits 0 (the verdict is in the text: a measurement).
 """
 import argparse
 import csv
@@ -206,35 +206,26 @@ def compare_runs(names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("merge", help="pool launches into one row per measurement")
-    m.add_argument("inputs", nargs="+")
-    m.add_argument("--out", required=True)
-    c = sub.add_parser("coll", help="collective-benchmark logs to rows")
-    c.add_argument("inputs", nargs="+")
-    c.add_argument("--out", required=True)
-    p = sub.add_parser("compare", help="do two (or three) result folders agree?")
-    p.add_argument("runs", nargs="+", metavar="RESULTS")
-    p.add_argument("--out")
+    for cmd, what in (("merge", "LAUNCHES.csv"), ("coll", "LOG"), ("compare", "RESULTS")):
+        p = sub.add_parser(cmd)
+        p.add_argument("inputs", nargs="+", metavar=what)
+        p.add_argument("--out", required=cmd != "compare")
     args = ap.parse_args()
     try:
-        if args.cmd == "merge":
-            rows, fields = read_rows(args.inputs)
-            if not rows:
-                raise ValueError("perf.py merge: no rows in %s" % " ".join(args.inputs))
-            write_rows(args.out, merge(rows), fields)
-        elif args.cmd == "coll":
-            rows = [r for path in args.inputs for r in coll_rows(path)]
-            if not rows:
-                raise ValueError("perf.py coll: no rows in %s" % " ".join(args.inputs))
-            write_rows(args.out, rows)
-        else:
-            if len(args.runs) not in (2, 3):
+        if args.cmd == "compare":
+            if len(args.inputs) not in (2, 3):
                 raise ValueError("perf.py compare: two or three result folders")
-            text = compare_runs(args.runs)
+            text = compare_runs(args.inputs)
             sys.stdout.write(text)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(text)
+            return
+        rows, fields = read_rows(args.inputs) if args.cmd == "merge" else (
+            [r for path in args.inputs for r in coll_rows(path)], FIELDS)
+        if not rows:
+            raise ValueError("perf.py %s: no rows in %s" % (args.cmd, " ".join(args.inputs)))
+        write_rows(args.out, merge(rows) if args.cmd == "merge" else rows, fields)
     except ValueError as e:
         sys.exit(str(e))
 
