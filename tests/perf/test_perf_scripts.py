@@ -178,6 +178,20 @@ class CompareTest(unittest.TestCase):
         self.assertNotIn("block_put", both)
         self.assertEqual(out.count("rows in common"), 3)
 
+    def test_relative_to_the_plain_copy(self):
+        t = [1.0, 1.1, 1.2]
+        rec = self.run_folder("rec", [row("smcopy_put", 132, 4096, t), row("tile_put", 132, 4096, t),
+                                      row("block_put", 132, 4096, t)])
+        # The whole run 1.5x slower (a slower machine start): tile_put and block_put keep their
+        # ratio to the plain copy; block_put alone 1.5x slower on top of that is flagged.
+        slow = [x * 1.5 for x in t]
+        new = self.run_folder("new", [row("smcopy_put", 132, 4096, slow), row("tile_put", 132, 4096, slow),
+                                      row("block_put", 132, 4096, [x * 1.5 for x in slow])])
+        out = run("compare", rec, new).stdout.split("relative to the same run's plain SM copy")[1]
+        self.assertIn(": 1 of 2 bandwidth rows slower", out)
+        self.assertIn("block_put", out)
+        self.assertNotIn("tile_put", out)
+
     def test_files_and_globs_as_a_run(self):
         a = self.run_folder("a", [row("tile_put", 132, 4096, [1.0, 1.1])])
         os.rename(os.path.join(a, "perf_tmashmem.csv"), os.path.join(a, "suite_tmashmem.csv"))

@@ -189,12 +189,38 @@ def compare(a, b, name_a, name_b):
     return "\n".join(lines) + "\n", slower
 
 
+def per_copy(a, b, name_a, name_b):
+    """Bandwidth rows measured against the same run's plain SM copy (smcopy_put/get of the same
+    runtime, PEs, SMs and size): the rows whose ratio's spread in B lies below A's, a slowdown
+    that a slower machine start (which slows the plain copy as much) does not explain."""
+    def ratio(run, k):
+        ref = run.get(k[:2] + ("smcopy" + k[2][-4:],) + k[3:])
+        if not ref or float(ref["gbps_median"]) <= 0:
+            return None
+        r, q = metric(run[k]), metric(ref)
+        return r[0] / q[2], r[1] / q[1], r[2] / q[0]
+    rows, slower = 0, []
+    for k in sorted(set(a) & set(b)):
+        if k[1] != "bw" or k[4] == "0" or k[2].startswith("smcopy"):
+            continue
+        ra, rb = ratio(a, k), ratio(b, k)
+        if ra and rb:
+            rows += 1
+            if rb[2] < ra[0]:
+                slower.append("  %s %s np%s %s SMs %s B: %.3f -> %.3f of the plain copy (%+.1f%%)" %
+                              (k[0], k[2], k[3], k[4], k[6], ra[1], rb[1], 100 * (rb[1] / ra[1] - 1)))
+    return ("%s vs %s, relative to the same run's plain SM copy: %d of %d bandwidth rows slower "
+            "beyond the spread\n" % (name_a, name_b, len(slower), rows)) + "".join(s + "\n" for s in slower)
+
+
 def compare_runs(names):
     runs = [load(n) for n in names]
     text, slower_b = compare(runs[0], runs[1], names[0], names[1])
+    text += "\n" + per_copy(runs[0], runs[1], names[0], names[1])
     if len(runs) == 3:
         text_c, slower_c = compare(runs[0], runs[2], names[0], names[2])
-        text += "\n" + text_c + "\n" + compare(runs[1], runs[2], names[1], names[2])[0]
+        text += "\n" + text_c + "\n" + per_copy(runs[0], runs[2], names[0], names[2])
+        text += "\n" + compare(runs[1], runs[2], names[1], names[2])[0]
         both = sorted(slower_b & slower_c)
         text += "\nslower beyond %s's spread in both %s and %s: %d rows\n" % (
             names[0], names[1], names[2], len(both))
