@@ -48,8 +48,6 @@ inline void sync_stream(cudaStream_t stream, double timeout_s, const std::string
   PERF_CUDA(cudaEventDestroy(done));
 }
 
-// ---- data ---------------------------------------------------------------------------
-
 constexpr unsigned char kPoison = 0xA5;
 
 // Word i of the pattern for `seed`: fresh per run and per size, never all zeros.
@@ -112,12 +110,10 @@ class Checker {
     if (bytes % 4) die("Checker::pattern: size " + std::to_string(bytes) + " not a multiple of 4");
     count<uint32_t, true>(static_cast<const uint32_t*>(p), bytes / 4, seed, first_word, 0, s);
   }
-  // Every byte of [p, p + n) must equal `value` (guard bytes keep the poison).
-  void bytes_equal(const void* p, size_t n, unsigned char value, cudaStream_t s) {
-    count<unsigned char, false>(static_cast<const unsigned char*>(p), n, 0, 0, value, s);
-  }
-  void u64_equal(const uint64_t* p, size_t n, uint64_t value, cudaStream_t s) {
-    count<uint64_t, false>(p, n, 0, 0, value, s);
+  // Every element of p[0..n) must equal `value` (guard bytes keep the poison).
+  template <class T>
+  void equal(const T* p, size_t n, T value, cudaStream_t s) {
+    count<T, false>(p, n, 0, 0, value, s);
   }
   void add_host(unsigned long long n) { host_extra_ += n; }
 
@@ -140,8 +136,6 @@ class Checker {
   }
   unsigned long long *bad_ = nullptr, *host_ = nullptr, host_extra_ = 0;
 };
-
-// ---- the partition every bandwidth kernel uses, the plain SM copy --------------------
 
 // Share `i` of `n` of a `bytes` buffer: equal shares rounded up to `align` bytes, the last
 // one shorter (possibly empty). Identical for every runtime.
@@ -178,8 +172,6 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
     for (; i < units; i += stride) d[i] = s[i];
   }
 }
-
-// ---- ping-pong flags and in-kernel timestamps -----------------------------------------
 
 // What one ping-pong round sends: a signal (tmashmem: signal_op, a release; NVSHMEM:
 // nvshmemx_signal_op, relaxed), a relaxed signal (tmashmem only), or a put + signal from one
@@ -232,8 +224,6 @@ inline double median_iteration_us(const std::vector<uint64_t>& st, long n) {
     each[i] = double(st[i + 1] - st[i]) * (cycles > 0 ? ns / cycles : 0) * 1e-3;
   return spread_of(each).median;
 }
-
-// ---- timing on a stream ---------------------------------------------------------------
 
 // Copy-engine references are one API call per iteration. Timed as they are enqueued, small
 // copies measure how fast the host enqueues. With `hold`, the stream is parked behind a
@@ -308,8 +298,6 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
         " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
-
-// ---- the machine ----------------------------------------------------------------------
 
 // Payload GB/s of cudaMemcpy device-to-device (256 MiB, the median of `reps` repetitions of 4
 // copies, the copy checked) on rank 0, and of cudaMemcpyPeer to the next GPU where more than

@@ -77,7 +77,7 @@ inline void use_destination(Case& c, std::vector<char*> dsts, const uint64_t* se
   c.verify = [=](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& ch) {
     for (char* d : dsts) {
       ch.pattern(d + o, bytes, *seed, s);
-      ch.bytes_equal(d + o + bytes, kGuard, kPoison, s);
+      ch.equal(reinterpret_cast<const unsigned char*>(d + o + bytes), kGuard, kPoison, s);
     }
   };
 }

@@ -78,8 +78,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
       const size_t n =
           size_t(grid) * thr * bytes * size_t(std::min(iters, laps_for(grid, thr, bytes)));
       ch.pattern(peer_dst, n, seed, s);
-      ch.bytes_equal(peer_dst + n, kGuard, kPoison, s);
-      if (signals) ch.u64_equal(peer_sig, size_t(grid) * thr, uint64_t(iters), s);
+      ch.equal(reinterpret_cast<const unsigned char*>(peer_dst + n), kGuard, kPoison, s);
+      if (signals) ch.equal<uint64_t>(peer_sig, size_t(grid) * thr, uint64_t(iters), s);
     };
     cases[rate].push_back(std::move(c));
   };
@@ -144,7 +144,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     c.verify = [=](cudaStream_t s, int grid, size_t bytes, long, size_t o, Checker& ch) {
       // The source was filled once from its start: these words sit o / 4 words in.
       ch.pattern(peer_dst + o, size_t(grid) * bytes, seed, s, o / 4);
-      ch.bytes_equal(peer_dst + o + size_t(grid) * bytes, kGuard, kPoison, s);
+      ch.equal(reinterpret_cast<const unsigned char*>(peer_dst + o + size_t(grid) * bytes), kGuard,
+               kPoison, s);
     };
     check_error_word(c, error, opt.timeout_s);
     cases[rate].push_back(std::move(c));
