@@ -114,10 +114,15 @@ has bw_sms && both bw_sms.np2 2 tmashmem-perf perf_nvshmem bw -b 256M -e 256M -s
 has msg && both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
 # multicast_store's fan-out beside a put and a store per PE (tmashmem only).
 for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
-# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones.
-for np in 2 4; do has coll && both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 256M -f 2 -n 20 -w 5; done
-if has coll && ls "$RESULTS"/*coll.np*.log >/dev/null 2>&1; then
-  python3 "$HERE/perf.py" coll "$RESULTS"/*coll.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
+# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones; from
+# 8 MiB 5 calls each (NVSHMEM's all-reduce of 256 MiB takes about 0.2 s a call).
+for np in 2 4; do
+  has coll || break
+  both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 4M -f 2 -n 20 -w 5
+  both "coll_big.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 8M -e 256M -f 2 -n 5 -w 2
+done
+if has coll && ls "$RESULTS"/*.coll*.np*.log >/dev/null 2>&1; then
+  python3 "$HERE/perf.py" coll "$RESULTS"/*.coll*.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
 fi
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
 for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
