@@ -89,7 +89,7 @@ both() {
   local name=$1 np=$2 tm=$3 nv=$4 l
   shift 4
   for ((l = 1; l <= LAUNCHES; ++l)); do
-    run "tmashmem.$name.l$l" "$np" "$tm" "$@"
+    [ -n "$tm" ] && run "tmashmem.$name.l$l" "$np" "$tm" "$@"
     [ -n "$nv" ] && run "nvshmem.$name.l$l" "$np" "$nv" "$@"
   done
 }
@@ -116,10 +116,13 @@ has msg && both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all 
 for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
 # Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones; from
 # 8 MiB 5 calls each (NVSHMEM's all-reduce of 256 MiB takes about 0.2 s a call).
-for np in 2 4; do
+for np in ${PERF_COLL_NP:-2 4}; do  # PERF_COLL_NP=2: 2 PEs only
   has coll || break
   both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 4M -f 2 -n 20 -w 5
-  both "coll_big.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 8M -e 256M -f 2 -n 5 -w 2
+  both "coll_big.np$np" "$np" tmashmem-coll-perf "" -b 8M -e 256M -f 2 -n 5 -w 2
+  # NVSHMEM 3.4.5's on-stream reduce-scatter of 128 MiB failed (unspecified launch failure,
+  # 2 PEs under MPS): its rows stop at 64 MiB.
+  both "coll_big.np$np" "$np" "" coll-perf-nvshmem -b 8M -e 64M -f 2 -n 5 -w 2
 done
 if has coll && ls "$RESULTS"/*.coll*.np*.log >/dev/null 2>&1; then
   python3 "$HERE/perf.py" coll "$RESULTS"/*.coll*.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
