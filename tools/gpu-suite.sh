@@ -3,8 +3,11 @@
 # tests under mpiexec with 1, 2 and 4 PEs, run the benchmarks (NVSHMEM beside
 # tmashmem where NVSHMEM is installed), write full logs under $RESULTS, print a
 # short table last.
-#   tools/gpu-suite.sh [all|tests|bench|init|rerun|sanitize] [ctest -R regex]
+#   tools/gpu-suite.sh [all|tests|bench|init|rerun|quick|sanitize] [ctest -R regex]
 # init: only the start-up benchmark (bench_init over MPI, the unique-id and NCCL bootstraps).
+# quick: the rows a change is first checked on (run-perf.sh's PERF_SET=quick: tile and
+# block put/get, ping-pong, message rate) twice on the same machine start, each pass
+# compared with the run of record (docs/perf/suite_*.csv) and the two with each other.
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
 # `rerun` does only that second run and the comparison, against the perf/ folder an
@@ -128,6 +131,19 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   if [ "${SUITE_PERF_REPEAT:-1}" -ge 2 ]; then rerun_perf; fi
 fi
 if [ "$WHAT" = rerun ]; then rerun_perf; fi
+if [ "$WHAT" = quick ]; then
+  for pass in 1 2; do
+    t0=$(date +%s)
+    PERF_SET=quick timeout "$(limit "${SUITE_PERF_LIMIT_S:-300}")" bash "$ROOT/tools/perf/run-perf.sh" \
+      "$BUILD_DIR" "$RESULTS/perf-quick$pass" >"$RESULTS/perf-quick$pass.log" 2>&1
+    summary+=("perf quick pass $pass: rc=$? ($(($(date +%s) - t0)) s)")
+  done
+  record="$ROOT/docs/perf/suite_tmashmem.csv,$ROOT/docs/perf/suite_nvshmem.csv"
+  python3 "$ROOT/tools/perf/perf.py" compare "$record" "$RESULTS/perf-quick1" "$RESULTS/perf-quick2" \
+    --out "$RESULTS/quick-vs-record.txt" | grep -vE "^  .* B: A .*\([+-][0-9.]+%\)$" | sed "s#$ROOT/##g"
+  summary+=("quick: $(grep -oE 'in both .*: [0-9]+ rows' "$RESULTS/quick-vs-record.txt" | sed "s#$ROOT/##g");" \
+    "relative to the plain copy: $(grep -oE '[0-9]+ of [0-9]+ bandwidth rows slower' "$RESULTS/quick-vs-record.txt" | head -2 | tr '\n' ';')")
+fi
 # sanitize: GPU test programs under compute-sanitizer with 2 PEs. SANITIZE_TESTS: entries
 # separated by ';', each a program under tests/gpu/ with an optional Catch2 filter after ':'
 # (the large GEMM shapes take too long under the tools); SANITIZE_TOOLS: which tools;

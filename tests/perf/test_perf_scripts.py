@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tools/perf/perf.py on made-up rows: `merge` pools the launches of one measurement and
-recomputes every figure from the pool; `compare` says which rows of two runs agree.
+recomputes every figure from the pool; `coll` turns collective-benchmark tables into rows;
+`compare` says which rows of two (or three) runs agree and which are slower.
 Standard library only (no GPU, no matplotlib)."""
 import csv
 import os
@@ -141,16 +142,98 @@ class MergeTest(unittest.TestCase):
 
 
 class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def run_folder(self, name, rows):
+        os.makedirs(os.path.join(self.dir, name))
+        write(os.path.join(self.dir, name, "perf_tmashmem.csv"), rows)
+        return os.path.join(self.dir, name)
+
     def test_overlapping_and_disjoint_spreads(self):
-        d = tempfile.mkdtemp()
-        for name, t in (("a", (1.0, 1.1, 1.2)), ("b", (1.15, 1.2, 1.3))):
-            os.makedirs(os.path.join(d, name))
-            write(os.path.join(d, name, "perf_tmashmem.csv"),
-                  [row("smcopy_put", 132, 4096, list(t)),
-                   row("tile_put", 132, 4096, [x * (1.5 if name == "b" else 1.0) for x in t])])
-        out = run("compare", os.path.join(d, "a"), os.path.join(d, "b")).stdout
+        t = (1.0, 1.1, 1.2)
+        a = self.run_folder("a", [row("smcopy_put", 132, 4096, list(t)), row("tile_put", 132, 4096, list(t))])
+        b = self.run_folder("b", [row("smcopy_put", 132, 4096, [1.15, 1.2, 1.3]),
+                                  row("tile_put", 132, 4096, [x * 1.5 for x in t])])
+        out = run("compare", a, b).stdout
         self.assertIn("spreads overlap for 1 of 2 rows", out)
         self.assertIn("tile_put", out.split("do not overlap")[1])
+        self.assertIn("B slower beyond A's spread in 1 rows", out)  # 1.5x the time: slower
+
+    def test_three_runs_name_the_rows_slower_in_both(self):
+        t = [1.0, 1.1, 1.2]
+        rec = self.run_folder("rec", [row("tile_put", 132, 4096, t), row("block_put", 132, 4096, t),
+                                      row("pingpong", 1, 8, t, test="pingpong")])
+        # tile_put slower in both passes, block_put in one only, the ping-pong faster in both.
+        one = self.run_folder("one", [row("tile_put", 132, 4096, [x * 2 for x in t]),
+                                      row("block_put", 132, 4096, [x * 2 for x in t]),
+                                      row("pingpong", 1, 8, [x / 2 for x in t], test="pingpong")])
+        two = self.run_folder("two", [row("tile_put", 132, 4096, [x * 2 for x in t]),
+                                      row("block_put", 132, 4096, t),
+                                      row("pingpong", 1, 8, [x / 2 for x in t], test="pingpong")])
+        out = run("compare", rec, one, two).stdout
+        both = out.split("in both")[1]
+        self.assertIn(": 1 rows", both)
+        self.assertIn("tile_put", both)
+        self.assertNotIn("block_put", both)
+        self.assertEqual(out.count("rows in common"), 3)
+
+    def test_relative_to_the_plain_copy(self):
+        t = [1.0, 1.1, 1.2]
+        rec = self.run_folder("rec", [row("smcopy_put", 132, 4096, t), row("tile_put", 132, 4096, t),
+                                      row("block_put", 132, 4096, t)])
+        # The whole run 1.5x slower (a slower machine start): tile_put and block_put keep their
+        # ratio to the plain copy; block_put alone 1.5x slower on top of that is flagged.
+        slow = [x * 1.5 for x in t]
+        new = self.run_folder("new", [row("smcopy_put", 132, 4096, slow), row("tile_put", 132, 4096, slow),
+                                      row("block_put", 132, 4096, [x * 1.5 for x in slow])])
+        out = run("compare", rec, new).stdout.split("relative to the same run's plain SM copy")[1]
+        self.assertIn(": 1 of 2 bandwidth rows slower", out)
+        self.assertIn("block_put", out)
+        self.assertNotIn("tile_put", out)
+
+    def test_files_and_globs_as_a_run(self):
+        a = self.run_folder("a", [row("tile_put", 132, 4096, [1.0, 1.1])])
+        os.rename(os.path.join(a, "perf_tmashmem.csv"), os.path.join(a, "suite_tmashmem.csv"))
+        with open(os.path.join(a, "suite_init.csv"), "w") as f:  # other columns: passed over
+            f.write("runtime,pes,bytes\ntmashmem,2,1024\n")
+        b = self.run_folder("b", [row("tile_put", 132, 4096, [1.0, 1.1])])
+        out = run("compare", os.path.join(a, "suite_*.csv") + "," + os.path.join(a, "none.csv"), b).stdout
+        self.assertIn("1 rows in common", out)
+
+
+class CollTest(unittest.TestCase):
+    def test_tables_become_rows_that_merge_over_launches(self):
+        d = tempfile.mkdtemp()
+        rng = random.Random(SEED)
+        logs, times = [], []
+        for launch in range(3):
+            t = [round(rng.uniform(5, 500), 2) for _ in range(2)]
+            times.append(t)
+            logs.append(os.path.join(d, "tmashmem.coll.np2.l%d.log" % launch))
+            with open(logs[-1], "w") as f:
+                f.write("# NCCL rows left out: ranks share a GPU\n# tmashmem collectives, 2 ranks, float\n"
+                        "# impl     collective          size(B)        count   time(us)      algbw      busbw\n")
+                for size, us in zip((4096, 1 << 28), t):
+                    f.write("  tmashmem allreduce %17d %12d %10.2f %10.2f %10.2f\n" %
+                            (size, size // 4, us, size / (us * 1e3), size / (us * 1e3)))
+        run("coll", *logs, "--out", os.path.join(d, "raw.csv"))
+        run("merge", os.path.join(d, "raw.csv"), "--out", os.path.join(d, "merged.csv"))
+        m = read(os.path.join(d, "merged.csv"))
+        big = m[("allreduce", "0", str(1 << 28))]
+        self.assertEqual((big["runtime"], big["test"], big["pes"], big["reps"]), ("tmashmem", "coll", "2", "3"))
+        pool = sorted(t[1] for t in times)
+        self.assertAlmostEqual(float(big["time_us_median"]), pool[1], places=2)
+        self.assertAlmostEqual(float(big["gbps_median"]), (1 << 28) / (pool[1] * 1e3), delta=0.01)
+        self.assertAlmostEqual(float(big["gbps_min"]), (1 << 28) / (pool[2] * 1e3), delta=0.01)
+        self.assertEqual(big["check"], "n/a")
+
+    def test_a_log_without_rows_is_refused(self):
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "empty.log"), "w") as f:
+            f.write("mpirun: a PE died\n")
+        done = run("coll", os.path.join(d, "empty.log"), "--out", os.path.join(d, "x.csv"), check=False)
+        self.assertNotEqual(done.returncode, 0)
 
 
 if __name__ == "__main__":

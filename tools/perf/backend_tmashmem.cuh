@@ -1,6 +1,6 @@
 // tmashmem's face to the shared benchmark code: `Runtime` (host: init, symmetric memory,
 // launches) and its device half `Device`, the calls kernels.cuh makes. The NVSHMEM build
-// has the same names in nvshmem/backend.cuh. Also the tile views tmashmem-perf's TMA rows use.
+// has the same names in nvshmem/backend.cuh. PtxDevice: bare PTX signals for the ping-pong.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,9 +8,8 @@
 #include <string>
 
 #include "tmashmem/device.cuh"
-#include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_machine.cuh"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
 
@@ -81,6 +80,40 @@ struct TmDevice {
   __device__ uint64_t read_local(const uint64_t* p) const { return tmashmem::g(ctx, p, ctx.my_pe); }
 };
 
+// The signal and the wait of a ping-pong as single PTX operations of the benchmark's own
+// (the library's calls are not used), to price each ordering choice beside signal_op_relaxed
+// + signal_wait_until in the same kernel: a volatile store + volatile poll (NVSHMEM's
+// operations), relaxed.sys + acquire.sys poll, relaxed.gpu + relaxed.gpu poll + fence, and
+// release.sys + acquire.sys poll.
+enum class Ptx { Volatile, RelaxedSys, RelaxedGpuFence, ReleaseSys };
+template <Ptx kPtx>
+struct PtxDevice {
+  tmashmem::Ctx ctx;
+  __device__ void signal_relaxed(uint64_t* sig, uint64_t v, int pe) const {
+    uint64_t* p = tmashmem::ptr(ctx, sig, pe);
+    if constexpr (kPtx == Ptx::Volatile)
+      asm volatile("st.volatile.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if constexpr (kPtx == Ptx::RelaxedSys)
+      asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if constexpr (kPtx == Ptx::RelaxedGpuFence)
+      asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    if constexpr (kPtx == Ptx::ReleaseSys)
+      asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  }
+  __device__ bool wait_ge(const uint64_t* sig, uint64_t v, uint64_t, int) const {
+    for (uint64_t seen = 0; seen < v;) {
+      if constexpr (kPtx == Ptx::Volatile)
+        asm volatile("ld.volatile.u64 %0, [%1];" : "=l"(seen) : "l"(sig) : "memory");
+      else if constexpr (kPtx == Ptx::RelaxedGpuFence)
+        asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(seen) : "l"(sig) : "memory");
+      else
+        asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(seen) : "l"(sig) : "memory");
+    }
+    if constexpr (kPtx == Ptx::RelaxedGpuFence) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return true;
+  }
+};
+
 struct Runtime {
   using Device = TmDevice;
   static constexpr const char* kName = "tmashmem";
@@ -124,32 +157,6 @@ struct Runtime {
       told = true;
     }
     PERF_CUDA(cudaLaunchKernel(kernel, dim3(ctas), dim3(threads), args, 0, s));
-  }
-};
-
-// ---- tile views and shared memory ---------------------------------------------------------
-
-constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
-
-// A 2-D u32 view of `bytes` at `p` (symmetric), rows of `inner` bytes, tiles of `box_rows`
-// rows. COLLECTIVE. Destroyed with the view's tensor.
-struct TileView {
-  tmashmem_tensor_t tensor = nullptr;
-  tmashmem_tensor_handle_t handle{};
-  TileView() = default;
-  TileView(void* p, size_t bytes, uint32_t inner, uint32_t box_rows) {
-    tmashmem_tensor_desc_t d;
-    const uint64_t dims[2] = {inner / 4, bytes / inner};
-    const uint32_t box[2] = {inner / 4, box_rows};
-    tm_check(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box),
-             "tmashmem_tensor_desc_init");
-    d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
-    tm_check(tmashmem_tensor_view(p, &d, &tensor), "tmashmem_tensor_view");
-    tm_check(tmashmem_tensor_handle(tensor, &handle), "tmashmem_tensor_handle");
-  }
-  void destroy() {
-    if (tensor) tm_check(tmashmem_tensor_destroy(tensor), "tmashmem_tensor_destroy");
-    tensor = nullptr;
   }
 };
 

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <utility>
 
 #ifdef PERF_NVSHMEM
 #define PERF_TMASHMEM 0
@@ -28,11 +29,10 @@ using namespace perf;
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Options opt;
-  const bool parsed = parse_options(argc, argv, &opt);
-  if (!parsed || opt.help) {
-    if (parsed && mpi_rank() == 0) print_usage(argv[0]);
+  int code = 0;
+  if (!parse_options(argc, argv, &opt, &code)) {
     MPI_Finalize();
-    return parsed ? 0 : 2;
+    return code;
   }
   select_device(Runtime::kName, argc, argv);
   const PlacementShift shift;  // before init: the heap's physical pages differ per launch
@@ -40,19 +40,22 @@ int main(int argc, char** argv) {
   Runtime::init();
   const int device_sms = device_sm_count();
   Report report(Runtime::kName, opt);
-  const Ceilings ceil = measure_ceilings(size_t(256) << 20, opt.reps, opt.timeout_s);
-  report.set_ceiling(ceil.d2d_gbps, ceil.peer_gbps);
+  measure_ceilings(&report.d2d_gbps, &report.peer_gbps, opt.reps, opt.timeout_s);
   shift.print();
 
+  using Test = int (*)(const Options&, Report&, int);
+  const std::pair<const char*, Test> tests[] = {
+      {"ceiling", test_ceiling},   {"bw", test_bw},
+      {"mcast", test_mcast},       {"msg", test_msg},
+      {"pingpong", test_pingpong}, {"barrier", test_barrier},
+  };
   int failures = 0;
-  const bool all = opt.test == "all";
-  const bool known = all || opt.test == "ceiling" || opt.test == "bw" || opt.test == "msg" ||
-                     opt.test == "pingpong" || opt.test == "barrier";
-  if (all || opt.test == "ceiling") failures += test_ceiling(opt, report);
-  if (all || opt.test == "bw") failures += test_bw(opt, report, device_sms);
-  if (all || opt.test == "msg") failures += test_msg(opt, report, device_sms);
-  if (all || opt.test == "pingpong") failures += test_pingpong(opt, report);
-  if (all || opt.test == "barrier") failures += test_barrier(opt, report, device_sms);
+  bool known = opt.test == "all";
+  for (const auto& [name, test] : tests) {
+    if (opt.test != "all" && opt.test != name) continue;
+    known = true;
+    failures += test(opt, report, device_sms);
+  }
   if (!known && mpi_rank() == 0)
     std::fprintf(stderr, "perf: unknown test '%s' (see --help)\n", opt.test.c_str());
   Runtime::finalize();

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The benchmark rows after the run: pool launches into one row per measurement, and ask
-whether two runs agree. Standard library only.
+"""The benchmark rows after the run: pool launches into one row per measurement, turn the
+collective benchmarks' tables into rows, and ask whether runs agree. Standard library only.
 
     tools/perf/perf.py merge LAUNCHES.csv [...] --out MERGED.csv
-    tools/perf/perf.py compare RESULTS_A RESULTS_B [--out FILE]
+    tools/perf/perf.py coll LOG [...] --out ROWS.csv
+    tools/perf/perf.py compare RESULTS_A RESULTS_B [RESULTS_C] [--out FILE]
 
 merge: rows with the same KEY are one measurement, also when two tests measured it (the
 bandwidth size sweep and SM sweep both time 256 MiB at 16 and 132 SMs); they must agree on
@@ -12,19 +13,30 @@ min / median / max, GB/s, Mops/s and the ratio to the reference op are recompute
 pool, so a row's spread covers what changes from one process to the next. A row fails its
 check if it failed in any launch. The output has the input's columns, in first-seen order.
 
-compare: RESULTS_x is a folder holding perf_tmashmem.csv and perf_nvshmem.csv (run-perf.sh's
-output). For every row both share: does B's median lie within A's spread, do the spreads
-overlap, how far apart are the medians. Prints a summary per test and every row whose
-spreads do not overlap; exits 0 (the verdict is in the text: a measurement, not a test).
+coll: each log of tmashmem-coll-perf / coll-perf-nvshmem (nccl-tests-style tables, one launch
+each) becomes rows of test "coll": op = the collective, the mean time per call as the
+launch's one sample, GB/s = algbw (busbw = algbw x the collective's bus factor). Merged like
+the others, a row's spread is the spread over launches.
+
+compare: RESULTS_x is a folder (its perf_*.csv) or comma-separated CSV files or quoted globs
+('docs/perf/suite_*.csv'; files of other columns are passed over). For every row both share:
+does B's median lie within A's spread, do the spreads overlap, how far apart are the medians,
+is B slower beyond A's spread. With RESULTS_C also A vs C and B vs C, and the rows slower
+beyond A's spread in both B and C. Exits 0 (the verdict is in the text: a measurement).
 """
 import argparse
 import csv
+import glob
 import os
+import re
 import statistics
 import sys
 
 KEY = ("runtime", "test", "op", "pes", "sms", "threads", "bytes")
 TIMED = {"pingpong", "msg_lat", "barrier"}  # figure of merit: time per operation
+FIELDS = ("runtime,test,op,pes,sms,threads,bytes,iters,reps,time_us_min,time_us_median,"
+          "time_us_max,gbps_min,gbps_median,gbps_max,mops_median,ref_op,ref_gbps,ratio_to_ref,"
+          "ceiling_d2d_gbps,ceiling_peer_gbps,bytes_moved,check,time_us_samples").split(",")
 
 
 def read_rows(paths):
@@ -35,6 +47,13 @@ def read_rows(paths):
             fields = fields or reader.fieldnames
             rows.extend(reader)
     return rows, fields
+
+
+def write_rows(path, rows, fields=FIELDS):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
 
 
 def merge(rows):
@@ -88,6 +107,30 @@ def merge(rows):
     return list(merged.values())
 
 
+COLL_HEADER = re.compile(r"^# (\S+).* collectives, (\d+) ranks")
+COLL_ROW = re.compile(r"^\s+(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*(\S*)")
+
+
+def coll_rows(path):
+    """Rows of one collective-benchmark log (see the module's help)."""
+    rows, pes, graph = [], None, False
+    with open(path) as f:
+        for line in f:
+            m = COLL_HEADER.match(line)
+            if m:  # "-G 1": the calls timed inside one CUDA graph, rows of their own
+                pes, graph = m.group(2), "graph" in line
+            m = COLL_ROW.match(line)
+            if not m or pes is None:
+                continue
+            impl, op, size, _count, t, algbw = m.groups()[:6]
+            t = float(t)
+            rows.append(dict(zip(FIELDS, (
+                impl + ("-graph" if graph else ""), "coll", op, pes, "0", "0", size, "1", "1", "%.4f" % t, "%.4f" % t, "%.4f" % t,
+                algbw, algbw, algbw, "%.4f" % (1 / t if t else 0), "", "0.000", "0.0000", "0.000",
+                "0.000", size, m.group(8) or "n/a", "%.4f" % t))))
+    return rows
+
+
 def metric(r):
     """(min, median, max, unit) of the row's figure of merit: time (us) for latency tests,
     else GB/s."""
@@ -96,16 +139,22 @@ def metric(r):
     return float(r["time_us_min"]), float(r["time_us_median"]), float(r["time_us_max"]), "us"
 
 
-def compare(folder_a, folder_b):
-    def load(folder):
-        paths = [os.path.join(folder, n) for n in ("perf_tmashmem.csv", "perf_nvshmem.csv")]
-        return {tuple(r[k] for k in KEY): r for r in read_rows([p for p in paths if os.path.exists(p)])[0]}
-    a, b = load(folder_a), load(folder_b)
+def load(where):
+    """The rows of a result folder (its perf_*.csv) or of comma-separated CSV files / globs."""
+    if os.path.isdir(where):
+        paths = [p for p in glob.glob(os.path.join(where, "perf_*.csv")) if not p.endswith(".launches.csv")]
+    else:
+        paths = [p for part in where.split(",") for p in glob.glob(part)]
+    return {tuple(r[k] for k in KEY): r for r in read_rows(sorted(paths))[0] if all(r.get(k) for k in KEY[:3])}
+
+
+def compare(a, b, name_a, name_b):
+    """The comparison's text and the keys of the rows B is slower in beyond A's spread."""
     shared = sorted(set(a) & set(b))
     if not shared:
-        raise ValueError("perf.py compare: no rows in common between %s and %s" % (folder_a, folder_b))
-    lines = ["Two runs of the same build: %s vs %s, %d rows in common" % (folder_a, folder_b, len(shared))]
-    by_test, outliers = {}, []
+        raise ValueError("perf.py compare: no rows in common between %s and %s" % (name_a, name_b))
+    lines = ["%s vs %s, %d rows in common" % (name_a, name_b, len(shared))]
+    by_test, outliers, slower = {}, [], set()
     for k in shared:
         lo_a, med_a, hi_a, unit = metric(a[k])
         lo_b, med_b, hi_b, _ = metric(b[k])
@@ -114,53 +163,95 @@ def compare(folder_a, folder_b):
         by_test.setdefault((k[0], k[1]), []).append((lo_a <= med_b <= hi_a, overlap, abs(diff)))
         if not overlap:
             outliers.append((abs(diff), k, med_a, med_b, lo_a, hi_a, lo_b, hi_b, unit, diff))
-    lines.append("%-10s %-9s %5s %15s %16s %12s %12s" % ("runtime", "test", "rows", "B median in A",
-                                                        "spreads overlap", "median |d|", "max |d|"))
+            if (diff < 0) == (unit == "GB/s"):
+                slower.add(k)
+    lines.append("%-10s %-9s %5s %15s %16s %12s %12s %7s" % ("runtime", "test", "rows", "B median in A",
+                                                            "spreads overlap", "median |d|", "max |d|",
+                                                            "slower"))
     for (rt, test), t in sorted(by_test.items()):
         n, within, over = len(t), sum(x[0] for x in t), sum(x[1] for x in t)
-        lines.append("%-10s %-9s %5d %9d (%3.0f%%) %10d (%3.0f%%) %11.2f%% %11.2f%%" %
+        lines.append("%-10s %-9s %5d %9d (%3.0f%%) %10d (%3.0f%%) %11.2f%% %11.2f%% %7d" %
                      (rt, test, n, within, 100.0 * within / n, over, 100.0 * over / n,
-                      100 * statistics.median(x[2] for x in t), 100 * max(x[2] for x in t)))
+                      100 * statistics.median(x[2] for x in t), 100 * max(x[2] for x in t),
+                      sum(1 for k in slower if k[:2] == (rt, test))))
     diffs = [x[2] for t in by_test.values() for x in t]
     lines.append("overall: spreads overlap for %d of %d rows; medians differ by %.2f%% (median), "
-                 "%.2f%% (max)" % (len(diffs) - len(outliers), len(diffs),
-                                   100 * statistics.median(diffs), 100 * max(diffs)))
+                 "%.2f%% (max); B slower beyond A's spread in %d rows" %
+                 (len(diffs) - len(outliers), len(diffs), 100 * statistics.median(diffs),
+                  100 * max(diffs), len(slower)))
     if outliers:
         lines.append("rows whose spreads do not overlap (largest difference first):")
         for _, k, med_a, med_b, lo_a, hi_a, lo_b, hi_b, unit, diff in sorted(outliers, reverse=True):
             lines.append("  %-8s %-8s %-14s np%s %3s SMs %10s B: A %.4g [%.4g..%.4g] "
-                         "B %.4g [%.4g..%.4g] %s (%+.2f%%)" %
+                         "B %.4g [%.4g..%.4g] %s (%+.2f%%)%s" %
                          (k[0], k[1], k[2], k[3], k[4], k[6], med_a, lo_a, hi_a, med_b, lo_b, hi_b,
-                          unit, 100 * diff))
-    return "\n".join(lines) + "\n"
+                          unit, 100 * diff, " slower" if k in slower else ""))
+    return "\n".join(lines) + "\n", slower
+
+
+def per_copy(a, b, name_a, name_b):
+    """Bandwidth rows measured against the same run's plain SM copy (smcopy_put/get of the same
+    runtime, PEs, SMs and size): the rows whose ratio's spread in B lies below A's, a slowdown
+    that a slower machine start (which slows the plain copy as much) does not explain."""
+    def ratio(run, k):
+        ref = run.get(k[:2] + ("smcopy" + k[2][-4:],) + k[3:])
+        if not ref or float(ref["gbps_median"]) <= 0:
+            return None
+        r, q = metric(run[k]), metric(ref)
+        return r[0] / q[2], r[1] / q[1], r[2] / q[0]
+    rows, slower = 0, []
+    for k in sorted(set(a) & set(b)):
+        if k[1] != "bw" or k[4] == "0" or k[2].startswith("smcopy"):
+            continue
+        ra, rb = ratio(a, k), ratio(b, k)
+        if ra and rb:
+            rows += 1
+            if rb[2] < ra[0]:
+                slower.append("  %s %s np%s %s SMs %s B: %.3f -> %.3f of the plain copy (%+.1f%%)" %
+                              (k[0], k[2], k[3], k[4], k[6], ra[1], rb[1], 100 * (rb[1] / ra[1] - 1)))
+    return ("%s vs %s, relative to the same run's plain SM copy: %d of %d bandwidth rows slower "
+            "beyond the spread\n" % (name_a, name_b, len(slower), rows)) + "".join(s + "\n" for s in slower)
+
+
+def compare_runs(names):
+    runs = [load(n) for n in names]
+    text, slower_b = compare(runs[0], runs[1], names[0], names[1])
+    text += "\n" + per_copy(runs[0], runs[1], names[0], names[1])
+    if len(runs) == 3:
+        text_c, slower_c = compare(runs[0], runs[2], names[0], names[2])
+        text += "\n" + text_c + "\n" + per_copy(runs[0], runs[2], names[0], names[2])
+        text += "\n" + compare(runs[1], runs[2], names[1], names[2])[0]
+        both = sorted(slower_b & slower_c)
+        text += "\nslower beyond %s's spread in both %s and %s: %d rows\n" % (
+            names[0], names[1], names[2], len(both))
+        text += "".join("  %s %s %s np%s %s SMs %s B\n" % (k[0], k[1], k[2], k[3], k[4], k[6])
+                        for k in both)
+    return text
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("merge", help="pool launches into one row per measurement")
-    m.add_argument("inputs", nargs="+")
-    m.add_argument("--out", required=True)
-    c = sub.add_parser("compare", help="do two result folders agree?")
-    c.add_argument("a")
-    c.add_argument("b")
-    c.add_argument("--out")
+    for cmd, what in (("merge", "LAUNCHES.csv"), ("coll", "LOG"), ("compare", "RESULTS")):
+        p = sub.add_parser(cmd)
+        p.add_argument("inputs", nargs="+", metavar=what)
+        p.add_argument("--out", required=cmd != "compare")
     args = ap.parse_args()
     try:
-        if args.cmd == "merge":
-            rows, fields = read_rows(args.inputs)
-            if not rows:
-                raise ValueError("perf.py merge: no rows in %s" % " ".join(args.inputs))
-            with open(args.out, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-                w.writeheader()
-                w.writerows(merge(rows))
-        else:
-            text = compare(args.a, args.b)
+        if args.cmd == "compare":
+            if len(args.inputs) not in (2, 3):
+                raise ValueError("perf.py compare: two or three result folders")
+            text = compare_runs(args.inputs)
             sys.stdout.write(text)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(text)
+            return
+        rows, fields = read_rows(args.inputs) if args.cmd == "merge" else (
+            [r for path in args.inputs for r in coll_rows(path)], FIELDS)
+        if not rows:
+            raise ValueError("perf.py %s: no rows in %s" % (args.cmd, " ".join(args.inputs)))
+        write_rows(args.out, merge(rows) if args.cmd == "merge" else rows, fields)
     except ValueError as e:
         sys.exit(str(e))
 

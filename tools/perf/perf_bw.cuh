@@ -1,7 +1,9 @@
-// The ceiling and bandwidth tests of tmashmem-perf and perf_nvshmem: PE 0 putting into /
-// getting from PE 1 (itself with one PE) beside the copy engine and a plain SM copy, over
-// sizes and SM counts; every destination checked after every repetition. Included by
-// perf.cu after the runtime's backend (`Runtime`); PERF_TMASHMEM adds tmashmem's own rows.
+// The ceiling, bandwidth and multicast tests of tmashmem-perf and perf_nvshmem. bw: PE 0
+// putting into / getting from PE 1 (itself with one PE) beside the copy engine and a plain
+// SM copy, over sizes and SM counts. mcast (tmashmem): multicast_store to every reachable
+// PE beside one putmem_block per PE and a hand-written store fan-out, same sizes, same
+// CTAs; GB/s counts every copy. Every destination is checked after every repetition.
+// Included by perf.cu after the runtime's backend (`Runtime`).
 #pragma once
 
 #include <cstdio>
@@ -14,20 +16,16 @@
 
 namespace perf {
 
-constexpr size_t kGuard = 4096;  // poisoned bytes after every destination
+using Run = std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off)>;
 
-inline int test_ceiling(const Options& opt, Report& report) {
+inline int test_ceiling(const Options& opt, Report& report, int) {
   report.table_header("ceiling (256 MiB copies, rank 0)");
-  for (int peer = 0; peer < 2; ++peer) {
-    const double gbps = peer ? report.ceiling_peer() : report.ceiling_d2d();
+  for (const double gbps : {report.d2d_gbps, report.peer_gbps}) {
     if (gbps <= 0) continue;
-    Row r;
-    r.test = "ceiling";
-    r.op = peer ? "memcpy_peer" : "memcpy_d2d";
-    r.bytes = size_t(256) << 20;
-    r.iters = 4;
+    Row r("ceiling", gbps == report.d2d_gbps ? "memcpy_d2d" : "memcpy_peer", 0, 0,
+          size_t(256) << 20, 4);
     r.reps = opt.reps;
-    const double us = static_cast<double>(r.bytes) / (gbps * 1e3);
+    const double us = double(r.bytes) / (gbps * 1e3);
     r.time_us = {us, us, us};
     r.check = "ok";
     report.add(r);
@@ -35,139 +33,127 @@ inline int test_ceiling(const Options& opt, Report& report) {
   return 0;
 }
 
+// A case of the bandwidth tests: SM-driven with `threads` per CTA at every SM count, or
+// (threads 0) the copy engine, timed with the stream held, at most 200 copies.
+inline Case bw_case(const std::string& test, const std::string& op, const std::string& ref,
+                    int threads, Run run) {
+  Case c;
+  c.test = test;
+  c.op = op;
+  c.ref = ref;
+  c.threads = threads;
+  c.grid = threads ? 0 : 1;
+  c.hold = threads == 0;
+  c.max_iters = threads ? 0 : 200;
+  c.footprint = [](size_t bytes) { return bytes; };
+  c.run = std::move(run);
+  return c;
+}
+
 inline int test_bw(const Options& opt, Report& report, int device_sms) {
   using Device = Runtime::Device;
   const std::vector<size_t> sizes = size_list(opt, 16 * 1024, size_t(256) << 20, 4, 16, "bw");
   const std::vector<int> sms = sm_list(opt, "16,all", device_sms);
-  const int me = Runtime::my_pe(), pe = Runtime::n_pes() > 1 ? 1 : me;
-  const uint32_t tile_rows = static_cast<uint32_t>(opt.tile_rows);
-  const size_t tile_bytes = size_t(tile_rows) * 1024;
+  const int me = Runtime::my_pe(), pe = Runtime::n_pes() > 1 ? 1 : me, threads = opt.threads;
+  const size_t tile_bytes = size_t(opt.tile_rows) * 1024;
   // Every size's every slot fits; tile tensors (whole tiles) cover the whole span.
   const size_t span = PERF_TMASHMEM ? (slot_span(sizes) + tile_bytes - 1) / tile_bytes * tile_bytes
                                     : slot_span(sizes);
-  char* src = Runtime::alloc(span + kGuard);
-  char* dst = Runtime::alloc(span + kGuard);
-  char* peer_src = Runtime::peer(src, pe);
-  char* peer_dst = Runtime::peer(dst, pe);
+  char *src = Runtime::alloc(span + kGuard), *dst = Runtime::alloc(span + kGuard);
+  char *peer_src = Runtime::peer(src, pe), *peer_dst = Runtime::peer(dst, pe);
   const Device rt = Runtime::device();
   const uint64_t seed0 = run_seed();
   uint64_t seed = seed0;
-  const int threads = opt.threads;
   // tmashmem's nbi rows: --nbi-threads issuers per CTA, --stage of staging each; NVSHMEM's:
   // the block-scope call from every thread.
   const uint32_t stage = PERF_TMASHMEM ? static_cast<uint32_t>(opt.stage_bytes) : 0;
   const int nbi_threads = PERF_TMASHMEM ? opt.nbi_threads : threads;
-  const size_t nbi_smem = PERF_TMASHMEM ? size_t(nbi_threads) * stage : 0;
+  const size_t nbi_smem = size_t(nbi_threads) * stage;
   set_smem(reinterpret_cast<const void*>(nbi_kernel<Device, true>), nbi_smem, "nbi_put");
   set_smem(reinterpret_cast<const void*>(nbi_kernel<Device, false>), nbi_smem, "nbi_get");
 
-  using Run = std::function<void(cudaStream_t, int, size_t, long, size_t)>;
   std::vector<Case> cases;
-  // Put: local src -> PE pe's dst; get: PE pe's src -> local dst; every buffer at the
-  // repetition's slot offset `o`. thr == 0: the copy engine.
-  auto add = [&](const std::string& op, const std::string& ref, int thr, bool is_put, Run run) {
-    Case c;
-    c.op = op;
-    c.ref = ref;
-    c.threads = thr;
-    c.grid = thr ? 0 : 1;
-    c.hold = thr == 0;
-    c.max_iters = thr ? 0 : 200;
-    c.footprint = [](size_t bytes) { return bytes; };
-    c.run = std::move(run);
-    use_destination(c, is_put ? peer_dst : dst, &seed, kGuard);
-    cases.push_back(std::move(c));
+  // op_put: local src -> PE pe's dst, then op_get: PE pe's src -> local dst; `run(put, to,
+  // from)` makes the direction's launch; every buffer at the repetition's slot offset `o`.
+  auto pair = [&](const std::string& op, int thr, auto run) {
+    for (const bool put : {true, false}) {
+      const std::string dir = put ? "_put" : "_get";
+      cases.push_back(bw_case("bw", op + dir, op == "memcpy" ? "" : "memcpy" + dir, thr,
+                              run(put, put ? peer_dst : dst, put ? src : peer_src)));
+      use_destination(cases.back(), {put ? peer_dst : dst}, &seed);
+    }
   };
-  auto copies = [](char* to, const char* from) -> Run {
+  pair("memcpy", 0, [](bool, char* to, const char* from) -> Run {
     return [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
       for (long i = 0; i < iters; ++i)
         PERF_CUDA(cudaMemcpyAsync(to + o, from + o, bytes, cudaMemcpyDeviceToDevice, s));
     };
-  };
-  add("memcpy_put", "", 0, true, copies(peer_dst, src));
-  add("memcpy_get", "", 0, false, copies(dst, peer_src));
+  });
 #if PERF_TMASHMEM
-  add("on_stream_put", "memcpy_put", 0, true,
-      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
-        for (long i = 0; i < iters; ++i)
-          tm_check(tmashmem_putmem_on_stream(dst + o, src + o, bytes, pe, s),
-                   "tmashmem_putmem_on_stream");
-      });
-  add("on_stream_get", "memcpy_get", 0, false,
-      [=](cudaStream_t s, int, size_t bytes, long iters, size_t o) {
-        for (long i = 0; i < iters; ++i)
-          tm_check(tmashmem_getmem_on_stream(dst + o, src + o, bytes, pe, s),
-                   "tmashmem_getmem_on_stream");
-      });
+  pair("on_stream", 0, [=](bool put, char*, const char*) -> Run {
+    return [=, f = put ? tmashmem_putmem_on_stream : tmashmem_getmem_on_stream](
+               cudaStream_t s, int, size_t bytes, long iters, size_t o) {
+      for (long i = 0; i < iters; ++i)
+        tm_check(f(dst + o, src + o, bytes, pe, s), "tmashmem_*mem_on_stream");
+    };
+  });
 #endif
   // The plain SM copy: what a hand-written kernel gets through the peer mapping.
-  auto sm_copy = [=](char* to, const char* from) -> Run {
+  pair("smcopy", threads, [=](bool, char* to, const char* from) -> Run {
     return [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
       sm_copy_kernel<<<ctas, threads, 0, s>>>(to + o, from + o, bytes, iters);
       PERF_LAUNCHED("sm_copy_kernel");
     };
-  };
-  add("smcopy_put", "memcpy_put", threads, true, sm_copy(peer_dst, src));
-  add("smcopy_get", "memcpy_get", threads, false, sm_copy(dst, peer_src));
-  auto kernel = [=](auto k, int thr, size_t smem) -> Run {
-    return [=](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-      k(s, ctas, thr, smem, dst + o, src + o, bytes, iters);
-    };
-  };
-  auto block = [=](auto put) {
-    return [=](cudaStream_t s, int ctas, int thr, size_t, char* d, char* sr, size_t n, long it) {
-      block_kernel<Device, decltype(put)::value><<<ctas, thr, 0, s>>>(rt, d, sr, n, pe, it);
+  });
+  pair("block", threads, [=](bool put, char*, const char*) -> Run {
+    return [=, k = put ? block_kernel<Device, true> : block_kernel<Device, false>](
+               cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+      k<<<ctas, threads, 0, s>>>(rt, dst + o, src + o, bytes, pe, iters);
       PERF_LAUNCHED("block_kernel");
     };
-  };
-  auto nbi = [=](auto put) {
-    return [=](cudaStream_t s, int ctas, int thr, size_t smem, char* d, char* sr, size_t n,
-               long it) {
-      nbi_kernel<Device, decltype(put)::value><<<ctas, thr, smem, s>>>(rt, d, sr, n, pe, it, stage);
+  });
+  pair("nbi", nbi_threads, [=](bool put, char*, const char*) -> Run {
+    return [=, k = put ? nbi_kernel<Device, true> : nbi_kernel<Device, false>](
+               cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+      k<<<ctas, nbi_threads, nbi_smem, s>>>(rt, dst + o, src + o, bytes, pe, iters, stage);
       PERF_LAUNCHED("nbi_kernel");
     };
-  };
-  add("block_put", "memcpy_put", threads, true, kernel(block(std::true_type{}), threads, 0));
-  add("block_get", "memcpy_get", threads, false, kernel(block(std::false_type{}), threads, 0));
-  add("nbi_put", "memcpy_put", nbi_threads, true,
-      kernel(nbi(std::true_type{}), nbi_threads, nbi_smem));
-  add("nbi_get", "memcpy_get", nbi_threads, false,
-      kernel(nbi(std::false_type{}), nbi_threads, nbi_smem));
+  });
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
 #if PERF_TMASHMEM
   // Tile put / get: the TMA pipeline of tile_kernels.cuh, at the sizes that are whole tiles.
-  const bool tiles = opt.want("tile_put") || opt.want("tile_get");
   TileView src_view, dst_view;
   const uint32_t tile_stages = static_cast<uint32_t>(opt.tile_stages);
   const size_t tile_smem = tile_smem_bytes(static_cast<uint32_t>(tile_bytes), tile_stages);
-  if (tiles) {
-    src_view = TileView(src, span, kTileRowBytes, tile_rows);
-    dst_view = TileView(dst, span, kTileRowBytes, tile_rows);
+  if (opt.want("tile_put") || opt.want("tile_get")) {
+    src_view = TileView(src, span, kTileRowBytes, static_cast<uint32_t>(opt.tile_rows));
+    dst_view = TileView(dst, span, kTileRowBytes, static_cast<uint32_t>(opt.tile_rows));
     set_smem(reinterpret_cast<const void*>(tile_copy_kernel), tile_smem, "tile copy");
     const uint64_t timeout_ns = opt.timeout_ns();
-    for (int put = 1; put >= 0; --put) {
-      const int from = put ? me : pe, to = put ? pe : me;
-      add(put ? "tile_put" : "tile_get", put ? "memcpy_put" : "memcpy_get", 1, put,
-          [=, sv = src_view.handle, dv = dst_view.handle](cudaStream_t s, int ctas, size_t bytes,
-                                                          long iters, size_t o) {
-            tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
-                sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
-                static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
-                error);
-            PERF_LAUNCHED("tile_copy_kernel");
-          });
-      check_error_word(cases.back(), error, opt.timeout_s);
-      cases.back().applies = [tile_bytes](size_t bytes) { return bytes % tile_bytes == 0; };
-    }
+    pair("tile", 1,
+         [&, sv = src_view.handle, dv = dst_view.handle](bool put, char*, const char*) -> Run {
+           return [=, from = put ? me : pe, to = put ? pe : me](
+                      cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+             tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
+                 sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
+                 static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
+                 error);
+             PERF_LAUNCHED("tile_copy_kernel");
+           };
+         });
+    for (Case& c : cases)
+      if (c.op.rfind("tile_", 0) == 0) {
+        check_error_word(c, error, opt.timeout_s);
+        c.applies = [tile_bytes](size_t bytes) { return bytes % tile_bytes == 0; };
+      }
     for (size_t s : sizes)
       if (s % tile_bytes && mpi_rank() == 0)
         std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows there\n", s,
                     tile_bytes);
   }
 #endif
-
   auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
     seed = seed0 ^ (bytes * 0x9E3779B97F4A7C15ull);
     fill_pattern(src + o, bytes, seed, s);
@@ -191,5 +177,87 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   Runtime::free(src);
   return failures;
 }
+
+#if PERF_TMASHMEM
+// How fanout_kernel reaches every PE: one putmem_block per PE, a hand-written fan-out (each
+// 16-byte word loaded once and stored to every peer mapping), or one multicast_store (its
+// unicast fan-out where the runtime made no multicast object).
+enum class Fanout { PutPerPe, StorePerPe, Multicast };
+
+// Each CTA sends its share of `src` to every reachable local PE's copy of symmetric `dst`,
+// `iters` times over.
+template <Fanout kHow>
+__global__ void fanout_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst,
+                              const char* src, size_t bytes, long iters) {
+  const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
+  if (r.begin == r.end) return;
+  const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
+  for (long it = 0; it < iters; ++it) {
+    if constexpr (kHow == Fanout::Multicast) {
+      tmashmem::multicast_store<uint32_t, tmashmem::Coop::Block>(
+          ctx, reinterpret_cast<uint32_t*>(dst + r.begin),
+          reinterpret_cast<const uint32_t*>(src + r.begin), (r.end - r.begin) / 4);
+    } else if constexpr (kHow == Fanout::PutPerPe) {
+      for (int pe = first; pe < last; ++pe)
+        if (tmashmem::is_reachable(ctx, pe))
+          tmashmem::putmem_block(ctx, dst + r.begin, src + r.begin, r.end - r.begin, pe);
+    } else {
+      for (size_t i = r.begin + 16 * threadIdx.x; i < r.end; i += 16 * size_t(blockDim.x)) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src + i);
+        for (int pe = first; pe < last; ++pe)
+          if (tmashmem::is_reachable(ctx, pe))
+            *reinterpret_cast<uint4*>(tmashmem::ptr(ctx, dst + i, pe)) = v;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+inline int test_mcast(const Options& opt, Report& report, int device_sms) {
+  const std::vector<size_t> sizes = size_list(opt, 16 * 1024, size_t(256) << 20, 4, 16, "mcast");
+  const std::vector<int> sms = sm_list(opt, "16,all", device_sms);
+  const size_t span = slot_span(sizes);
+  char *src = Runtime::alloc(span + kGuard), *dst = Runtime::alloc(span + kGuard);
+  const tmashmem_ctx_t ctx = Runtime::device().ctx;
+  std::vector<char*> copies;  // every reachable PE's dst: what each call must write
+  for (int q = ctx.first_local_pe; q < ctx.first_local_pe + ctx.n_local_pes; ++q)
+    if (tmashmem_ptr(dst, q)) copies.push_back(Runtime::peer(dst, q));
+  const uint64_t seed0 = run_seed();
+  uint64_t seed = seed0;
+  std::vector<Case> cases;
+  const std::pair<const char*, void (*)(tmashmem_ctx_t, char*, const char*, size_t, long)> ops[] = {
+      {"put_per_pe", fanout_kernel<Fanout::PutPerPe>},
+      {"store_per_pe", fanout_kernel<Fanout::StorePerPe>},
+      {"multicast_store", fanout_kernel<Fanout::Multicast>}};
+  for (const auto& entry : ops) {
+    cases.push_back(bw_case("mcast", entry.first, &entry == ops ? "" : "put_per_pe", opt.threads,
+                            [=, kernel = entry.second, thr = opt.threads](
+                                cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+                              kernel<<<ctas, thr, 0, s>>>(ctx, dst + o, src + o, bytes, iters);
+                              PERF_LAUNCHED("fanout_kernel");
+                            }));
+    cases.back().messages = [n = copies.size()](int, size_t) { return double(n); };
+    use_destination(cases.back(), copies, &seed);
+  }
+  auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
+    seed = seed0 ^ (bytes * 0x9E3779B97F4A7C15ull);
+    fill_pattern(src + o, bytes, seed, s);
+  };
+  const std::string title = "mcast: PE 0 -> each of " + std::to_string(copies.size()) + " PEs, " +
+                            std::to_string(opt.threads) +
+                            " threads/CTA; GB/s counts every copy (multicast " +
+                            (ctx.mc_base ? "objects" : "fallback: unicast fan-out") + ")";
+  const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
+  Runtime::barrier_all();
+  Runtime::free(dst);
+  Runtime::free(src);
+  return failures;
+}
+#else
+inline int test_mcast(const Options&, Report&, int) {
+  if (mpi_rank() == 0) std::printf("# mcast: tmashmem's multicast calls only; skipped\n");
+  return 0;
+}
+#endif
 
 }  // namespace perf

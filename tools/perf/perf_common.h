@@ -1,7 +1,7 @@
-// Host pieces of the benchmarks (tmashmem-perf, perf_nvshmem, bench_init*): the command
-// line (nccl-tests style), size and SM-count lists, statistics over repetitions, and the
-// report: a table on stdout and rows appended to a CSV file whose columns are the same in
-// every program, so that tools/perf/perf.py and plot.py can pool and join them.
+// Host pieces of every benchmark program (tmashmem-perf, perf_nvshmem, bench_init*): MPI
+// helpers, the command line (nccl-tests style), size and SM lists, statistics over
+// repetitions, and the report: a table on stdout and rows appended to a CSV whose columns
+// are the same in every program (tools/perf/perf.py pools them).
 #pragma once
 
 #include <mpi.h>
@@ -13,30 +13,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include "tests/common/test_util.h"  // mpi_rank, mpi_size: one definition for tests and tools
 
 namespace perf {
 
-inline int mpi_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-inline int mpi_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using tmashmem_test::mpi_rank;
+using tmashmem_test::mpi_size;
 
 inline double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
 // The slowest PE's value (what a job waits for). COLLECTIVE.
@@ -47,7 +39,7 @@ inline double slowest(double mine) {
 
 // Every rank's `mine`, on rank 0 (rank order; empty elsewhere). COLLECTIVE.
 inline std::vector<unsigned long long> gather_to_root(unsigned long long mine) {
-  std::vector<unsigned long long> all(mpi_rank() == 0 ? static_cast<size_t>(mpi_size()) : 0);
+  std::vector<unsigned long long> all(mpi_rank() == 0 ? size_t(mpi_size()) : 0);
   MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
              MPI_COMM_WORLD);
   return all;
@@ -67,11 +59,10 @@ inline bool parse_size(const char* text, size_t* out) {
   char* end = nullptr;
   const double v = std::strtod(text, &end);
   if (end == text || errno != 0 || v < 0) return false;
-  const char* units = "kmg";
-  const char* u = *end ? std::strchr(units, *end | 0x20) : nullptr;
-  const double mult = u ? double(size_t(1) << (10 * (u - units + 1))) : 1.0;
-  if (u) ++end;
-  if (*end == 'B' || *end == 'b') ++end;
+  const char* u = *end ? std::strchr("kmg", *end | 0x20) : nullptr;
+  const double mult = u ? double(size_t(1) << (10 * (u - "kmg" + 1))) : 1.0;
+  end += u != nullptr;
+  end += *end == 'B' || *end == 'b';
   if (*end != '\0') return false;
   *out = static_cast<size_t>(v * mult);
   return true;
@@ -79,8 +70,7 @@ inline bool parse_size(const char* text, size_t* out) {
 
 inline std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t end; start <= s.size(); start = end + 1) {
+  for (size_t start = 0, end; start <= s.size(); start = end + 1) {
     end = std::min(s.find(sep, start), s.size());
     if (end > start) out.push_back(s.substr(start, end - start));
   }
@@ -88,7 +78,7 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 struct Options {
-  std::string test;      // ceiling | bw | msg | pingpong | barrier | all
+  std::string test;      // ceiling | bw | mcast | msg | pingpong | barrier | all
   size_t min_bytes = 0;  // 0: the test's default
   size_t max_bytes = 0;
   double step_factor = 0;                 // 0: the test's default
@@ -105,7 +95,6 @@ struct Options {
   int tile_stages = 6;                    // tile bandwidth: tiles in flight per CTA
   double timeout_s = 20;                  // host watchdog per kernel, bound of device waits
   std::string csv;                        // append rows here
-  bool help = false;
 
   bool want(const std::string& op) const {
     return ops.empty() || std::find(ops.begin(), ops.end(), op) != ops.end();
@@ -113,76 +102,86 @@ struct Options {
   uint64_t timeout_ns() const { return static_cast<uint64_t>(timeout_s * 1e9); }
 };
 
-inline void print_usage(const char* prog) {
-  std::printf(
-      "usage: mpirun -np N %s <test> [options]\n"
-      "tests: ceiling (cudaMemcpy D2D / Peer), bw (PE 0 -> PE 1, itself with 1 PE), msg (small\n"
-      "  messages in one kernel: rate and op + quiet latency), pingpong (PE 0 <-> PE 1 in one\n"
-      "  kernel each), barrier (device barriers, every PE), all\n"
-      "options:\n"
-      "  -b/-e SIZE  smallest / largest size (K/M/G)   -f F   size step factor\n"
-      "  -n N   most timed iterations per repetition   -w N   warm-up iterations\n"
-      "  -r N   timed repetitions (min/median/max; 5)  -s LIST  CTA counts, e.g. 1,16,all\n"
-      "  -t N   threads per CTA (1024)                 -o LIST  only these ops\n"
-      "  --target SIZE (bw: bytes per repetition, 1G)  --nbi-threads N (4)  --stage SIZE (48K)\n"
-      "  --tile-rows N (32 rows of 1 KiB)  --tile-stages N (6)  --timeout S (20)\n"
-      "  --csv FILE  append rows to FILE (header when the file is empty)\n",
-      prog);
-}
-
-// Parses argv; on a bad argument prints why (rank 0) and returns false.
-inline bool parse_options(int argc, char** argv, Options* o) {
-  auto fail = [](const char* what, const char* value) {
+// Parses argv (rank 0 says why it refused an argument, or prints the usage for -h);
+// returns false where the program should not run: a bad argument (*code 2) or -h (0).
+inline bool parse_options(int argc, char** argv, Options* o, int* code) {
+  using Field =
+      std::variant<size_t*, double*, long*, int*, std::string*, std::vector<std::string>*>;
+  struct Flag {
+    const char* name;
+    Field field;
+    double lo, hi;
+    const char* help;
+  };
+  const double kMax = 1e18;
+  const Flag flags[] = {
+      {"-b", &o->min_bytes, 0, kMax, "SIZE  smallest size (K/M/G suffixes)"},
+      {"-e", &o->max_bytes, 0, kMax, "SIZE  largest size"},
+      {"-f", &o->step_factor, 1 + 1e-9, kMax, "F     size step factor"},
+      {"-n", &o->iters, 1, kMax, "N     most timed iterations per repetition"},
+      {"-w", &o->warmup, 0, kMax, "N     warm-up iterations"},
+      {"-r", &o->reps, 1, 1e6, "N     timed repetitions: min / median / max over them (5)"},
+      {"-s", &o->sms, 0, 0, "LIST  CTA counts, e.g. 1,16,all"},
+      {"-t", &o->threads, 32, 1024, "N     threads per CTA, a multiple of 32 (1024)"},
+      {"-o", &o->ops, 0, 0, "LIST  only these ops"},
+      {"--target", &o->target_bytes, 1, kMax, "SIZE  bw: bytes per repetition (1G)"},
+      {"--nbi-threads", &o->nbi_threads, 1, 32, "N     issuing threads per CTA of nbi_* (4)"},
+      {"--stage", &o->stage_bytes, 1024, kMax, "SIZE  shared-memory staging per issuer (48K)"},
+      {"--tile-rows", &o->tile_rows, 1, 256, "N     tile bw: rows of 1 KiB per tile (32)"},
+      {"--tile-stages", &o->tile_stages, 2, 64, "N     tile bw: tiles in flight per CTA (6)"},
+      {"--timeout", &o->timeout_s, 1e-9, kMax, "S     host watchdog, device wait bound (20)"},
+      {"--csv", &o->csv, 0, 0, "FILE  append rows (a header when the file is empty)"},
+  };
+  auto set = [](const Flag& f, const char* v) {
+    return std::visit(
+        [&](auto* p) {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            return !(*p = v).empty();
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            return !(*p = split(v, ',')).empty();
+          } else if constexpr (std::is_same_v<T, size_t>) {
+            return parse_size(v, p) && double(*p) >= f.lo;
+          } else {
+            char* end = nullptr;
+            const double n = std::strtod(v, &end);
+            *p = static_cast<T>(n);
+            return end != v && *end == '\0' && n >= f.lo && n <= f.hi &&
+                   (std::is_floating_point_v<T> || double(*p) == n);
+          }
+        },
+        f.field);
+  };
+  auto fail = [&](const char* what, const char* value) {
     if (mpi_rank() == 0) std::fprintf(stderr, "perf: bad %s '%s' (see --help)\n", what, value);
+    *code = 2;
     return false;
-  };
-  using Set = std::function<bool(const char*)>;
-  auto number = [](auto* field, double lo, double hi, long multiple = 1) -> Set {
-    return [=](const char* v) {
-      const double n = std::atof(v);
-      *field = static_cast<std::remove_pointer_t<decltype(field)>>(n);
-      return n >= lo && n <= hi && long(n) % multiple == 0;
-    };
-  };
-  auto size = [](size_t* field, size_t lo) -> Set {
-    return [=](const char* v) { return parse_size(v, field) && *field >= lo; };
-  };
-  const double kMax = 1e18, kAbove = 1e-9;
-  const std::vector<std::pair<std::vector<std::string>, Set>> flags = {
-      {{"-b", "--minbytes"}, size(&o->min_bytes, 0)},
-      {{"-e", "--maxbytes"}, size(&o->max_bytes, 0)},
-      {{"-f", "--stepfactor"}, number(&o->step_factor, 1 + kAbove, kMax)},
-      {{"-n", "--iters"}, number(&o->iters, 1, kMax)},
-      {{"-w", "--warmup"}, number(&o->warmup, 0, kMax)},
-      {{"-r", "--reps"}, number(&o->reps, 1, kMax)},
-      {{"-s", "--sms"}, [o](const char* v) { return !(o->sms = v).empty(); }},
-      {{"-t", "--threads"}, number(&o->threads, 32, 1024, 32)},
-      {{"-o", "--ops"}, [o](const char* v) { return !(o->ops = split(v, ',')).empty(); }},
-      {{"--target"}, size(&o->target_bytes, 1)},
-      {{"--nbi-threads"}, number(&o->nbi_threads, 1, 32)},
-      {{"--stage"}, size(&o->stage_bytes, 1024)},
-      {{"--tile-rows"}, number(&o->tile_rows, 1, 256)},
-      {{"--tile-stages"}, number(&o->tile_stages, 2, 64)},
-      {{"--timeout"}, number(&o->timeout_s, kAbove, kMax)},
-      {{"--csv"}, [o](const char* v) { return !(o->csv = v).empty(); }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    const Flag* f = std::find_if(std::begin(flags), std::end(flags),
+                                 [&](const Flag& g) { return a == g.name; });
     if (a == "-h" || a == "--help") {
-      o->help = true;
+      if (mpi_rank() == 0)
+        std::printf("usage: mpirun -np N %s ceiling|bw|mcast|msg|pingpong|barrier|all [options]\n",
+                    argv[0]);
+      for (const Flag& g : flags)
+        if (mpi_rank() == 0) std::printf("  %-14s %s\n", g.name, g.help);
+      *code = 0;
+      return false;
     } else if (a[0] != '-') {
       if (!o->test.empty()) return fail("extra argument", argv[i]);
       o->test = a;
-    } else {
-      auto f = std::find_if(flags.begin(), flags.end(), [&](const auto& fl) {
-        return std::find(fl.first.begin(), fl.first.end(), a) != fl.first.end();
-      });
-      if (f == flags.end()) return fail("option", argv[i]);
-      if (i + 1 >= argc) return fail("option (missing value)", argv[i]);
-      if (!f->second(argv[++i])) return fail(argv[i - 1], argv[i]);
+    } else if (f == std::end(flags)) {
+      return fail("option", argv[i]);
+    } else if (i + 1 >= argc) {
+      return fail("option (missing value)", argv[i]);
+    } else if (!set(*f, argv[++i])) {
+      return fail(argv[i - 1], argv[i]);
     }
   }
-  if (!o->help && o->test.empty()) return fail("test", "(none given)");
+  if (o->threads % 32) return fail("-t (a multiple of 32)", std::to_string(o->threads).c_str());
+  if (o->test.empty()) return fail("test", "(none given)");
   return true;
 }
 
@@ -210,10 +209,9 @@ inline std::vector<int> sm_list(const Options& o, const char* fallback, int devi
   const std::string text = o.sms.empty() ? fallback : o.sms;
   std::vector<int> out;
   for (const std::string& item : split(text, ',')) {
-    const int n = item == "all" ? device_sms : std::atoi(item.c_str());
-    if (n < 1 || n > device_sms)
+    out.push_back(item == "all" ? device_sms : std::atoi(item.c_str()));
+    if (out.back() < 1 || out.back() > device_sms)
       die("bad SM list '" + text + "' (1.." + std::to_string(device_sms) + " or all)");
-    out.push_back(n);
   }
   if (out.empty()) die("empty SM list");
   return out;
@@ -224,8 +222,7 @@ struct Spread {
 };
 
 inline Spread spread_of(std::vector<double> v) {
-  Spread s;
-  if (v.empty()) return s;
+  if (v.empty()) return {};
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return {v.front(), n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.back()};
@@ -246,6 +243,10 @@ struct Row {
   double ref_gbps = 0;
   std::string check;  // "ok", "FAIL(<n> bad)", "FAIL(timeout/data)"
 
+  Row() = default;
+  Row(std::string t, std::string o, int s, int thr, size_t b, long it)
+      : test(std::move(t)), op(std::move(o)), sms(s), threads(thr), bytes(b), iters(it) {}
+
   void set_samples(std::vector<double> samples) {
     time_us = spread_of(samples);
     reps = static_cast<int>(samples.size());
@@ -253,9 +254,6 @@ struct Row {
   }
   double gbps(double t_us) const {
     return t_us > 0 ? static_cast<double>(bytes) * messages_per_iter / (t_us * 1e3) : 0;
-  }
-  double bytes_moved() const {
-    return static_cast<double>(bytes) * messages_per_iter * static_cast<double>(iters);
   }
 };
 
@@ -267,19 +265,14 @@ class Report {
  public:
   Report(std::string runtime, const Options& opt) : runtime_(std::move(runtime)), opt_(opt) {}
 
-  // Ceilings measured in this run, printed with every table and written to every row.
-  void set_ceiling(double d2d_gbps, double peer_gbps) {
-    d2d_gbps_ = d2d_gbps;
-    peer_gbps_ = peer_gbps;
-  }
-  double ceiling_d2d() const { return d2d_gbps_; }
-  double ceiling_peer() const { return peer_gbps_; }
+  // Ceilings measured in this run (payload GB/s), printed with every table, in every row.
+  double d2d_gbps = 0, peer_gbps = 0;
 
   void table_header(const std::string& title) const {
     if (mpi_rank() != 0) return;
     std::printf("\n# %s %s | %d PE(s) | ceilings: cudaMemcpy D2D %.1f GB/s payload",
-                runtime_.c_str(), title.c_str(), mpi_size(), d2d_gbps_);
-    if (peer_gbps_ > 0) std::printf(", cudaMemcpyPeer %.1f GB/s", peer_gbps_);
+                runtime_.c_str(), title.c_str(), mpi_size(), d2d_gbps);
+    if (peer_gbps > 0) std::printf(", cudaMemcpyPeer %.1f GB/s", peer_gbps);
     std::printf("\n# %10s %-16s %4s %5s %7s %11s %11s %11s %10s %10s %9s  %s\n", "size(B)", "op",
                 "SMs", "thr", "iters", "t_min(us)", "t_med(us)", "t_max(us)", "GB/s", "Mops/s",
                 "vs ref", "check");
@@ -289,14 +282,13 @@ class Report {
   // Prints the row (rank 0) and appends it to the CSV file.
   void add(const Row& r) {
     if (mpi_rank() != 0) return;
-    const double g = r.gbps(r.time_us.median), t = r.time_us.median;
-    const double ratio = r.ref_gbps > 0 ? g / r.ref_gbps : 0,
-                 mops = t > 0 ? r.messages_per_iter / t : 0;
+    const double t = r.time_us.median, g = r.gbps(t), mops = t > 0 ? r.messages_per_iter / t : 0;
+    const double ratio = r.ref_gbps > 0 ? g / r.ref_gbps : 0;
     std::printf("  %10zu %-16s %4d %5d %7ld %11.3f %11.3f %11.3f %10.2f %10.3f %8.3fx  %s\n",
                 r.bytes, r.op.c_str(), r.sms, r.threads, r.iters, r.time_us.min, t, r.time_us.max,
                 g, mops, ratio, r.check.c_str());
     std::fflush(stdout);
-    if (r.check != "ok") ++failures_;
+    failures_ += r.check != "ok";
     if (opt_.csv.empty()) return;
     FILE* f = std::fopen(opt_.csv.c_str(), "a");
     if (!f) {
@@ -317,8 +309,9 @@ class Report {
                  "%.3f,%.3f,%.0f,%s,",
                  runtime_.c_str(), r.test.c_str(), r.op.c_str(), r.pes, r.sms, r.threads, r.bytes,
                  r.iters, r.reps, r.time_us.min, t, r.time_us.max, r.gbps(r.time_us.max), g,
-                 r.gbps(r.time_us.min), mops, r.ref_op.c_str(), r.ref_gbps, ratio, d2d_gbps_,
-                 peer_gbps_, r.bytes_moved(), r.check.c_str());
+                 r.gbps(r.time_us.min), mops, r.ref_op.c_str(), r.ref_gbps, ratio, d2d_gbps,
+                 peer_gbps, double(r.bytes) * r.messages_per_iter * double(r.iters),
+                 r.check.c_str());
     // Every repetition's time, ';'-separated, so that launches can be pooled (perf.py).
     for (size_t i = 0; i < r.samples_us.size(); ++i)
       std::fprintf(f, "%s%.4f", i ? ";" : "", r.samples_us[i]);
@@ -332,7 +325,6 @@ class Report {
  private:
   std::string runtime_;
   const Options& opt_;
-  double d2d_gbps_ = 0, peer_gbps_ = 0;
   int failures_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // Runtime-neutral CUDA pieces of the benchmarks, so that every program moves, times and
-// checks data the same way: checked calls, a host watchdog on every wait, data patterns
-// and their on-device checks, the CTA partition, the plain SM copy, in-kernel timestamps
-// and a stream hold for copy-engine timing. The machine set-up is in perf_machine.cuh.
+// checks data the same way: checked calls, a host watchdog on every wait, data patterns and
+// their on-device checks, the CTA partition, the plain SM copy, in-kernel timestamps, a
+// stream hold for copy-engine timing; and the machine: the GPU each rank uses, the
+// copy-engine ceiling measured in the same run, PlacementShift, a seed every rank shares.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,7 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,6 @@ inline void sync_stream(cudaStream_t stream, double timeout_s, const std::string
   wait_event(done, timeout_s, what);
   PERF_CUDA(cudaEventDestroy(done));
 }
-
-// ---- data ---------------------------------------------------------------------------
 
 constexpr unsigned char kPoison = 0xA5;
 
@@ -93,9 +92,9 @@ inline void fill_pattern(void* p, size_t bytes, uint64_t seed, cudaStream_t stre
 class Checker {
  public:
   Checker() {
-    PERF_CUDA(cudaMalloc(&bad_, sizeof(unsigned long long)));
-    PERF_CUDA(cudaMemset(bad_, 0, sizeof(unsigned long long)));
-    PERF_CUDA(cudaMallocHost(&host_, sizeof(unsigned long long)));
+    PERF_CUDA(cudaMalloc(&bad_, sizeof *bad_));
+    PERF_CUDA(cudaMemset(bad_, 0, sizeof *bad_));
+    PERF_CUDA(cudaMallocHost(&host_, sizeof *host_));
   }
   ~Checker() {
     cudaFree(bad_);
@@ -111,12 +110,10 @@ class Checker {
     if (bytes % 4) die("Checker::pattern: size " + std::to_string(bytes) + " not a multiple of 4");
     count<uint32_t, true>(static_cast<const uint32_t*>(p), bytes / 4, seed, first_word, 0, s);
   }
-  // Every byte of [p, p + n) must equal `value` (guard bytes keep the poison).
-  void bytes_equal(const void* p, size_t n, unsigned char value, cudaStream_t s) {
-    count<unsigned char, false>(static_cast<const unsigned char*>(p), n, 0, 0, value, s);
-  }
-  void u64_equal(const uint64_t* p, size_t n, uint64_t value, cudaStream_t s) {
-    count<uint64_t, false>(p, n, 0, 0, value, s);
+  // Every element of p[0..n) must equal `value` (guard bytes keep the poison).
+  template <class T>
+  void equal(const T* p, size_t n, T value, cudaStream_t s) {
+    count<T, false>(p, n, 0, 0, value, s);
   }
   void add_host(unsigned long long n) { host_extra_ += n; }
 
@@ -137,12 +134,8 @@ class Checker {
     count_wrong_kernel<T, kPattern><<<grid_for(n), 256, 0, s>>>(p, n, seed, first, value, bad_);
     PERF_LAUNCHED("count_wrong_kernel");
   }
-  unsigned long long* bad_ = nullptr;
-  unsigned long long* host_ = nullptr;
-  unsigned long long host_extra_ = 0;
+  unsigned long long *bad_ = nullptr, *host_ = nullptr, host_extra_ = 0;
 };
-
-// ---- the partition every bandwidth kernel uses --------------------------------------
 
 // Share `i` of `n` of a `bytes` buffer: equal shares rounded up to `align` bytes, the last
 // one shorter (possibly empty). Identical for every runtime.
@@ -160,8 +153,8 @@ __host__ __device__ inline Range cta_range(size_t bytes, unsigned cta, unsigned 
   return share(bytes, cta, ctas);
 }
 
-// The plain SM copy a hand-written kernel gets: each CTA copies its share with 16-byte
-// loads and stores, four in flight per thread; `iters` times over.
+// What a hand-written kernel gets: each CTA copies its share with 16-byte loads and stores,
+// four in flight per thread; `iters` times over.
 static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, long iters) {
   const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
   uint4* d = reinterpret_cast<uint4*>(dst + r.begin);
@@ -180,8 +173,6 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
   }
 }
 
-// ---- ping-pong flags ------------------------------------------------------------------
-
 // What one ping-pong round sends: a signal (tmashmem: signal_op, a release; NVSHMEM:
 // nvshmemx_signal_op, relaxed), a relaxed signal (tmashmem only), or a put + signal from one
 // thread or from the whole block.
@@ -197,8 +188,6 @@ constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
 inline uint64_t* ping_flag(uint64_t* flags, int rep) {
   return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
 }
-
-// ---- in-kernel timestamps -------------------------------------------------------------
 
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() at the iteration
 // boundaries; stamps[n+1], stamps[n+2] the global timer (ns) next to stamps[0] and
@@ -226,51 +215,21 @@ __device__ __forceinline__ void stamp_sm(uint64_t* stamps, long n) {
   stamps[n + 3] = uint64_t(sm) + 1;
 }
 
-// Median and mean per iteration (us) from the stamps of n iterations.
-inline Spread iteration_times(const std::vector<uint64_t>& st, long n, double* mean_us) {
+// Median per iteration (us) from the stamps of n iterations.
+inline double median_iteration_us(const std::vector<uint64_t>& st, long n) {
   const size_t m = size_t(n);
-  const double ns = static_cast<double>(st[m + 2] - st[m + 1]);
-  const double cycles = static_cast<double>(st[m] - st[0]);
+  const double ns = double(st[m + 2] - st[m + 1]), cycles = double(st[m] - st[0]);
   std::vector<double> each(m);
   for (size_t i = 0; i < m; ++i)
-    each[i] = static_cast<double>(st[i + 1] - st[i]) * (cycles > 0 ? ns / cycles : 0) * 1e-3;
-  *mean_us = n > 0 ? ns * 1e-3 / static_cast<double>(n) : 0;
-  return spread_of(each);
+    each[i] = double(st[i + 1] - st[i]) * (cycles > 0 ? ns / cycles : 0) * 1e-3;
+  return spread_of(each).median;
 }
 
-class EventPair {
- public:
-  EventPair() {
-    PERF_CUDA(cudaEventCreate(&start_));
-    PERF_CUDA(cudaEventCreate(&stop_));
-  }
-  ~EventPair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-  void start(cudaStream_t s) { PERF_CUDA(cudaEventRecord(start_, s)); }
-  void stop(cudaStream_t s) { PERF_CUDA(cudaEventRecord(stop_, s)); }
-  // Waits (bounded) for the stop event; returns the elapsed milliseconds.
-  double elapsed_ms(double timeout_s, const std::string& what) {
-    wait_event(stop_, timeout_s, what);
-    float ms = 0;
-    PERF_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
-
-// ---- holding a stream while work is enqueued ------------------------------------------
-
 // Copy-engine references are one API call per iteration. Timed as they are enqueued, small
-// copies measure how fast the host enqueues. StreamHold parks the stream behind a one-thread
-// kernel spinning on a host-mapped word; release() lets the enqueued work run back to back,
-// so the events time the GPU alone. The spin gives up after kHoldTimeoutNs (a host blocked
-// on a full queue would never release it); held_out() then says the hold did not cover it.
+// copies measure how fast the host enqueues. With `hold`, the stream is parked behind a
+// one-thread kernel spinning on a host-mapped word until everything is enqueued, so that the
+// events time the GPU alone; the spin gives up after 2 s (a host blocked on a full queue
+// would never release it), which time() reports as a failure.
 static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out, uint64_t limit) {
   for (const uint64_t start = global_timer(); *go == 0;)
     if (global_timer() - start > limit) {
@@ -279,34 +238,53 @@ static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out
     }
 }
 
-class StreamHold {
+class StreamTimer {
  public:
-  static constexpr uint64_t kHoldTimeoutNs = 2000000000ull;
-  StreamHold() {
+  explicit StreamTimer(bool hold) {
+    PERF_CUDA(cudaEventCreate(&start_));
+    PERF_CUDA(cudaEventCreate(&stop_));
     int* p = nullptr;
-    PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
-    host_ = p;
-    host_[0] = host_[1] = 0;
-    PERF_CUDA(
-        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), const_cast<int*>(host_), 0));
+    if (hold)
+      PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
+    hold_ = p;
   }
-  ~StreamHold() { cudaFreeHost(const_cast<int*>(host_)); }
-  StreamHold(const StreamHold&) = delete;
-  StreamHold& operator=(const StreamHold&) = delete;
-  void hold(cudaStream_t s) {
-    host_[0] = 0;
-    stream_hold_kernel<<<1, 1, 0, s>>>(device_, device_ + 1, kHoldTimeoutNs);
-    PERF_LAUNCHED("stream_hold_kernel");
+  ~StreamTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    if (hold_) cudaFreeHost(const_cast<int*>(hold_));
   }
-  void release() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    host_[0] = 1;
+  StreamTimer(const StreamTimer&) = delete;
+  StreamTimer& operator=(const StreamTimer&) = delete;
+
+  // Milliseconds `enqueue` takes on `s` (bounded wait); *held_out: the hold gave up first.
+  template <class F>
+  double time(cudaStream_t s, double timeout_s, const std::string& what, F&& enqueue,
+              bool* held_out = nullptr) {
+    if (hold_) {
+      int* dev = nullptr;
+      hold_[0] = hold_[1] = 0;
+      PERF_CUDA(
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), const_cast<int*>(hold_), 0));
+      stream_hold_kernel<<<1, 1, 0, s>>>(dev, dev + 1, 2000000000ull);
+      PERF_LAUNCHED("stream_hold_kernel");
+    }
+    PERF_CUDA(cudaEventRecord(start_, s));
+    enqueue();
+    PERF_CUDA(cudaEventRecord(stop_, s));
+    if (hold_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      hold_[0] = 1;
+    }
+    wait_event(stop_, timeout_s, what);
+    if (held_out) *held_out = hold_ && hold_[1] != 0;
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
   }
-  bool held_out() const { return host_[1] != 0; }
 
  private:
-  volatile int* host_ = nullptr;
-  int* device_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  volatile int* hold_ = nullptr;
 };
 
 // Lets `kernel` use `bytes` of dynamic shared memory, or says which option to lower.
@@ -314,12 +292,118 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
   int dev = 0, optin = 0;
   PERF_CUDA(cudaGetDevice(&dev));
   PERF_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (bytes > static_cast<size_t>(optin))
-    die(std::string(name) + " needs " + std::to_string(bytes) +
-        " bytes of shared memory per CTA; "
-        "the device allows " +
-        std::to_string(optin) + " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
+  if (bytes > size_t(optin))
+    die(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory per " +
+        "CTA; the device allows " + std::to_string(optin) +
+        " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+// Payload GB/s of cudaMemcpy device-to-device (256 MiB, the median of `reps` repetitions of 4
+// copies, the copy checked) on rank 0, and of cudaMemcpyPeer to the next GPU where more than
+// one is visible (else 0), on every rank.
+inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, double timeout_s) {
+  const size_t bytes = size_t(256) << 20;
+  double v[2] = {0, 0};
+  int dev = 0, count = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaGetDeviceCount(&count));
+  for (int peer = 0; mpi_rank() == 0 && peer < (count > 1 ? 2 : 1); ++peer) {
+    const int other = peer ? (dev + 1) % count : dev;
+    void *src = nullptr, *dst = nullptr, *back = nullptr;
+    PERF_CUDA(cudaMalloc(&src, bytes));
+    PERF_CUDA(cudaMalloc(&back, bytes));
+    PERF_CUDA(cudaSetDevice(other));
+    PERF_CUDA(cudaMalloc(&dst, bytes));
+    PERF_CUDA(cudaSetDevice(dev));
+    if (peer && cudaDeviceEnablePeerAccess(other, 0) != cudaSuccess) (void)cudaGetLastError();
+    const uint64_t seed = std::random_device{}();
+    fill_pattern(src, bytes, seed, nullptr);
+    StreamTimer timer(false);
+    std::vector<double> gbps;
+    for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+      const double ms = timer.time(nullptr, timeout_s, "ceiling", [&] {
+        for (int i = 0; i < 4; ++i) PERF_CUDA(cudaMemcpyPeerAsync(dst, other, src, dev, bytes));
+      });
+      if (r >= 0) gbps.push_back(double(bytes) * 4 / (ms * 1e6));
+    }
+    PERF_CUDA(cudaMemcpyPeer(back, dev, dst, other, bytes));
+    Checker check;
+    check.pattern(back, bytes, seed, nullptr);
+    if (const unsigned long long bad = check.take(nullptr, timeout_s))
+      die("ceiling copies delivered " + std::to_string(bad) + " wrong words");
+    for (void* p : {src, dst, back}) PERF_CUDA(cudaFree(p));
+    v[peer] = spread_of(gbps).median;
+  }
+  MPI_Bcast(v, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  *d2d_gbps = v[0];
+  *peer_gbps = v[1];
+}
+
+// Device memory held from before the runtime creates its heap until exit: a random 0..31
+// pages of 2 MiB, so that each launch's heap lands on other physical pages (launches in a
+// row otherwise got the same pages, and their pooled spread missed what differs between two
+// runs). PERF_PLACEMENT_SHIFT=0 turns it off. Construct after selecting the device, before
+// the runtime's init; print() (collective) says every PE's page count.
+class PlacementShift {
+ public:
+  PlacementShift() {
+    const char* env = std::getenv("PERF_PLACEMENT_SHIFT");
+    pages_ = env && std::string(env) == "0" ? 0 : std::random_device{}() % 32;
+    if (pages_) PERF_CUDA(cudaMalloc(&held_, pages_ << 21));
+  }
+  ~PlacementShift() {
+    if (held_) cudaFree(held_);
+  }
+  PlacementShift(const PlacementShift&) = delete;
+  PlacementShift& operator=(const PlacementShift&) = delete;
+  void print() const {
+    const std::vector<unsigned long long> all = gather_to_root(pages_);
+    if (mpi_rank() != 0) return;
+    std::printf("# placement shift: 2 MiB pages held before init, per PE:");
+    for (unsigned long long n : all) std::printf(" %llu", n);
+    std::printf("\n");
+  }
+
+ private:
+  size_t pages_ = 0;
+  void* held_ = nullptr;
+};
+
+// A seed every rank agrees on, different in every run.
+inline uint64_t run_seed() {
+  uint64_t seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return seed;
+}
+
+inline int device_sm_count() {
+  int dev = 0, sms = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+// Picks this rank's GPU (node-local rank modulo the device count) and creates the context
+// before anything is timed. Prints the device and the command line once.
+inline void select_device(const char* runtime, int argc, char** argv) {
+  int count = 0, local_rank = 0, driver = 0;
+  PERF_CUDA(cudaGetDeviceCount(&count));
+  if (count == 0) die("no CUDA device");
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_free(&local);
+  PERF_CUDA(cudaSetDevice(local_rank % count));
+  PERF_CUDA(cudaFree(nullptr));
+  if (mpi_rank() != 0) return;
+  cudaDeviceProp prop;
+  PERF_CUDA(cudaGetDeviceProperties(&prop, local_rank % count));
+  PERF_CUDA(cudaDriverGetVersion(&driver));
+  std::printf("# %s on %s (%d SMs), %d GPU(s) visible, driver API %d, %d PE(s)\n#", runtime,
+              prop.name, prop.multiProcessorCount, count, driver, mpi_size());
+  for (int i = 0; i < argc; ++i) std::printf(" %s", argv[i]);
+  std::printf("\n");
 }
 
 }  // namespace perf

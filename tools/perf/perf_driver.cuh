@@ -1,6 +1,8 @@
 // The measurement loops of every benchmark program. A test describes each operation as a
 // Case (how to prepare the destination, run the timed work, check the destination); the
 // loops here time it, check the destination after every timed repetition, and report it.
+// Operations timed inside one kernel on several PEs at once (ping-pong, barrier) are a
+// StampCase, timed per iteration by the kernel's own stamps.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,13 +10,11 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tools/perf/perf_common.h"
 #include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
@@ -25,8 +25,7 @@ namespace perf {
 // offset inside its page, puts that variation inside the reported spread. Footprints above
 // kSlotMaxBytes (DRAM-bound) stay at offset 0. Offsets are multiples of kSlotAlign.
 constexpr int kSlots = 4;
-constexpr size_t kSlotMaxBytes = size_t(16) << 20;
-constexpr size_t kSlotAlign = 4096;
+constexpr size_t kSlotMaxBytes = size_t(16) << 20, kSlotAlign = 4096;
 inline size_t slot_offset(size_t footprint, int rep) {
   constexpr size_t kPage = size_t(2) << 20, kSlack = 64 * 1024, kShift = 17 * kSlotAlign;
   const size_t stride = (footprint + kSlack + kPage - 1) / kPage * kPage + kShift;
@@ -39,6 +38,8 @@ inline size_t slot_span(const std::vector<size_t>& footprints) {
   return span;
 }
 
+constexpr size_t kGuard = 4096;  // poisoned bytes after every destination
+
 // One operation timed with CUDA events around `run`; everything else is untimed. `off` is
 // the byte offset of this repetition's placement in every buffer the case touches.
 struct Case {
@@ -48,7 +49,7 @@ struct Case {
   int grid = 0;        // 0: run at every SM count of the list; else once, with this many CTAs
   int threads = 0;     // threads per CTA, for the report (0: not SM-driven, reports 0 SMs)
   long max_iters = 0;  // 0: no cap beyond the options
-  bool hold = false;   // copy engine: time with the stream held (StreamHold)
+  bool hold = false;   // copy engine: time with the stream held (StreamTimer)
   // Bytes one repetition touches in each buffer, guard excluded. Set: repetitions rotate
   // over slot placements (slot_offset); unset: every repetition at offset 0.
   std::function<size_t(size_t bytes)> footprint;
@@ -66,16 +67,18 @@ struct Case {
   }
 };
 
-// Makes `dst` (this PE's buffer or a peer's mapping of one) the destination: before every
-// repetition its `bytes` and the `guard` bytes after them are poisoned, after it they must
-// hold the pattern for *seed (read when the check is enqueued) and the poison.
-inline void use_destination(Case& c, char* dst, const uint64_t* seed, size_t guard) {
+// Makes each of `dsts` (this PE's buffer or peers' mappings of one) a destination: before
+// every repetition its `bytes` and the kGuard bytes after them are poisoned, after it they
+// must hold the pattern for *seed (read when the check is enqueued) and the poison.
+inline void use_destination(Case& c, std::vector<char*> dsts, const uint64_t* seed) {
   c.prepare = [=](cudaStream_t s, size_t bytes, size_t o) {
-    PERF_CUDA(cudaMemsetAsync(dst + o, kPoison, bytes + guard, s));
+    for (char* d : dsts) PERF_CUDA(cudaMemsetAsync(d + o, kPoison, bytes + kGuard, s));
   };
   c.verify = [=](cudaStream_t s, int, size_t bytes, long, size_t o, Checker& ch) {
-    ch.pattern(dst + o, bytes, *seed, s);
-    ch.bytes_equal(dst + o + bytes, guard, kPoison, s);
+    for (char* d : dsts) {
+      ch.pattern(d + o, bytes, *seed, s);
+      ch.equal(reinterpret_cast<const unsigned char*>(d + o + bytes), kGuard, kPoison, s);
+    }
   };
 }
 
@@ -87,7 +90,7 @@ inline void check_error_word(Case& c, int* error, double timeout_s) {
     int e = 0;
     sync_stream(s, timeout_s, op);
     PERF_CUDA(cudaMemcpy(&e, error, sizeof(int), cudaMemcpyDeviceToHost));
-    if (e) ch.add_host(1);
+    ch.add_host(e != 0);
     if (e) PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
   };
 }
@@ -105,23 +108,18 @@ inline std::vector<double> measure(const Case& c, cudaStream_t stream, int ctas,
     c.run(stream, ctas, bytes, warmup, 0);
     sync_stream(stream, timeout_s, what + " warm-up");
   }
-  EventPair ev;
-  std::optional<StreamHold> hold;  // pinned memory only for the cases that use it
-  if (c.hold) hold.emplace();
+  StreamTimer timer(c.hold);
   std::vector<double> per_iter_us;
   for (int r = 0; r < reps; ++r) {
     const size_t off = c.offset(bytes, r);
     if (c.prepare) c.prepare(stream, bytes, off);
-    if (hold) hold->hold(stream);
-    ev.start(stream);
-    c.run(stream, ctas, bytes, iters, off);
-    ev.stop(stream);
-    if (hold) hold->release();
-    if (c.verify) c.verify(stream, ctas, bytes, iters, off, check);
-    const double ms = ev.elapsed_ms(timeout_s, what);
-    if (hold && hold->held_out())
+    bool held_out = false;
+    const double ms = timer.time(
+        stream, timeout_s, what, [&] { c.run(stream, ctas, bytes, iters, off); }, &held_out);
+    if (held_out)
       die(what + ": the stream hold gave up before " + std::to_string(iters) +
           " copies were enqueued; lower the copy-engine iteration cap (Case::max_iters)");
+    if (c.verify) c.verify(stream, ctas, bytes, iters, off, check);
     per_iter_us.push_back(ms * 1e3 / static_cast<double>(iters));
   }
   *bad = check.take(stream, timeout_s);
@@ -136,61 +134,50 @@ inline int run_cases(const Options& opt, Report& report, const std::vector<Case>
                      const std::function<void(cudaStream_t, size_t, size_t)>& fill_sources,
                      const std::string& title) {
   report.table_header(title);
-  if (mpi_rank() == 0) {
-    cudaStream_t stream;
-    PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    Checker check;
-    for (size_t bytes : sizes) {
-      std::set<size_t> offsets;  // every placement a case reads its source at, at this size
-      for (const Case& c : cases)
-        for (int r = 0; r < kSlots; ++r) offsets.insert(c.offset(bytes, r));
-      if (fill_sources)
-        for (size_t off : offsets) fill_sources(stream, bytes, off);
-      std::map<std::pair<std::string, int>, double> gbps;  // (op, SMs) at this size
-      for (int ctas : sms) {
-        for (const Case& c : cases) {
-          if (!opt.want(c.op) || (c.applies && !c.applies(bytes))) continue;
-          if (c.grid && ctas != sms.front()) continue;  // fixed grid: once per size
-          const int grid = c.grid ? c.grid : ctas;
-          long iters =
-              c.iters
-                  ? c.iters(grid, bytes)
-                  : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000,
-                                                     long((opt.target_bytes + bytes - 1) / bytes)));
-          if (c.max_iters) iters = std::min(iters, c.max_iters);
-          const long warmup = opt.warmup ? opt.warmup : std::max<long>(1, iters / 10);
-          unsigned long long bad = 0;
-          Row row;
-          row.set_samples(
-              measure(c, stream, grid, bytes, iters, warmup, opt.reps, opt.timeout_s, check, &bad));
-          row.test = c.test;
-          row.op = c.op;
-          row.sms = c.threads ? grid : 0;
-          row.threads = c.threads;
-          row.bytes = bytes;
-          row.iters = iters;
-          row.messages_per_iter = c.messages ? c.messages(grid, bytes) : 1;
-          row.check = check_text(bad);
-          gbps[{c.op, row.sms}] = row.gbps(row.time_us.median);
-          for (int at : {row.sms, 0})
-            if (!c.ref.empty() && row.ref_op.empty() && gbps.count({c.ref, at})) {
-              row.ref_op = c.ref;
-              row.ref_gbps = gbps[{c.ref, at}];
-            }
-          report.add(row);
-        }
+  cudaStream_t stream;
+  PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Checker check;
+  for (size_t bytes : mpi_rank() == 0 ? sizes : std::vector<size_t>{}) {  // rank 0 measures
+    std::set<size_t> offsets;  // every placement a case reads its source at, at this size
+    for (const Case& c : cases)
+      for (int r = 0; r < kSlots; ++r) offsets.insert(c.offset(bytes, r));
+    for (size_t off : offsets)
+      if (fill_sources) fill_sources(stream, bytes, off);
+    std::map<std::pair<std::string, int>, double> gbps;  // (op, SMs) at this size
+    for (int ctas : sms) {
+      for (const Case& c : cases) {
+        if (!opt.want(c.op) || (c.applies && !c.applies(bytes))) continue;
+        if (c.grid && ctas != sms.front()) continue;  // fixed grid: once per size
+        const int grid = c.grid ? c.grid : ctas;
+        const long by_target = long((opt.target_bytes + bytes - 1) / bytes);
+        long iters =
+            c.iters ? c.iters(grid, bytes)
+                    : std::max<long>(1, std::min<long>(opt.iters ? opt.iters : 1000, by_target));
+        if (c.max_iters) iters = std::min(iters, c.max_iters);
+        const long warmup = opt.warmup ? opt.warmup : std::max<long>(1, iters / 10);
+        unsigned long long bad = 0;
+        Row row(c.test, c.op, c.threads ? grid : 0, c.threads, bytes, iters);
+        row.set_samples(
+            measure(c, stream, grid, bytes, iters, warmup, opt.reps, opt.timeout_s, check, &bad));
+        row.messages_per_iter = c.messages ? c.messages(grid, bytes) : 1;
+        row.check = check_text(bad);
+        gbps[{c.op, row.sms}] = row.gbps(row.time_us.median);
+        for (int at : {row.sms, 0})
+          if (!c.ref.empty() && row.ref_op.empty() && gbps.count({c.ref, at})) {
+            row.ref_op = c.ref;
+            row.ref_gbps = gbps[{c.ref, at}];
+          }
+        report.add(row);
       }
     }
-    PERF_CUDA(cudaStreamDestroy(stream));
   }
+  PERF_CUDA(cudaStreamDestroy(stream));
   int failures = report.failures();
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   return failures;
 }
 
-// An operation timed inside one kernel that runs on several PEs at once (ping-pong,
-// barrier): per-iteration stamps, median per iteration.
 struct StampCase {
   std::string op;
   size_t bytes = 0;
@@ -208,7 +195,8 @@ struct StampCase {
 
 // Runs each case `reps` times on every participating rank at once; reports rank 0's median
 // per iteration (min / median / max over repetitions). Signals are never reset: `base`, the
-// value every rank agrees on, advances past what each kernel used (warmup + iters).
+// value every rank agrees on, advances past what each kernel used (warmup + iters). A
+// timed-out wait leaves the signals inconsistent: the test stops there.
 inline int run_stamped(const Options& opt, Report& report, const std::string& test,
                        const std::vector<StampCase>& cases, long iters, long warmup) {
   cudaStream_t stream;
@@ -218,15 +206,12 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
   PERF_CUDA(cudaMalloc(&stamps, sizeof(uint64_t) * stamp_words(iters)));
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   std::vector<uint64_t> host(stamp_words(iters));
-  int failures = 0;
-  for (const StampCase& c : cases) {
+  int failures = 0, err = 0;
+  for (size_t i = 0; i < cases.size() && !err; ++i) {
+    const StampCase& c = cases[i];
     if (!opt.want(c.op)) continue;
-    std::vector<double> medians, means;
-    std::string placement;  // the SM of each PE's timing thread, per repetition
-    bool placed = false;
-    int errors = 0;
-    for (int r = 0; r < opt.reps && !errors; ++r) {
-      int err = 0;
+    std::vector<double> medians;
+    for (int r = 0; r < opt.reps && !err; ++r) {
       PERF_CUDA(cudaMemsetAsync(error, 0, sizeof(int), stream));
       PERF_CUDA(cudaMemsetAsync(stamps, 0, sizeof(uint64_t) * host.size(), stream));
       sync_stream(stream, opt.timeout_s, c.op + " setup");
@@ -240,50 +225,23 @@ inline int run_stamped(const Options& opt, Report& report, const std::string& te
       }
       base += uint64_t(warmup + iters);
       MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (err) {  // timed-out waits leave the signals inconsistent: stop this case
-        ++errors;
-        if (mpi_rank() == 0)
-          std::fprintf(stderr, "%s %s: a PE reported error %d in repetition %d\n", test.c_str(),
-                       c.op.c_str(), err, r);
-        break;
-      }
-      const std::vector<unsigned long long> sms =
-          gather_to_root(c.participates ? host[size_t(iters) + 3] : 0);
-      if (mpi_rank() != 0) continue;
-      double mean = 0;
-      medians.push_back(iteration_times(host, iters, &mean).median);
-      means.push_back(mean);
-      placement += r ? " " : "";
-      for (size_t p = 0; p < sms.size(); ++p) {
-        placement += std::string(p ? "/" : "") + (sms[p] ? std::to_string(sms[p] - 1) : "-");
-        placed = placed || sms[p] != 0;
-      }
+      if (err && mpi_rank() == 0)
+        std::fprintf(stderr, "%s %s: a PE reported error %d in repetition %d\n", test.c_str(),
+                     c.op.c_str(), err, r);
+      if (!err && mpi_rank() == 0) medians.push_back(median_iteration_us(host, iters));
     }
     unsigned long long bad = 0;
-    if (errors == 0 && c.verify) {
+    if (!err && c.verify) {
       MPI_Barrier(MPI_COMM_WORLD);
       bad = c.verify(stream, base);
       base += uint64_t(iters);
       MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     }
-    Row row;
-    row.test = test;
-    row.op = c.op;
-    row.sms = c.ctas;
-    row.threads = c.threads;
-    row.bytes = c.bytes;
-    row.iters = iters;
+    Row row(test, c.op, c.ctas, c.threads, c.bytes, iters);
     row.set_samples(medians);
-    row.check = errors ? "FAIL(timeout/data)" : check_text(bad);
+    row.check = err ? "FAIL(timeout/data)" : check_text(bad);
     report.add(row);
-    if (mpi_rank() == 0 && !means.empty())
-      std::printf("  %10s %-16s mean per iteration %.3f us (median over repetitions)\n", "",
-                  c.op.c_str(), spread_of(means).median);
-    if (mpi_rank() == 0 && placed)
-      std::printf("  %10s %-16s SM of PE 0/1/... per repetition: %s\n", "", c.op.c_str(),
-                  placement.c_str());
-    if (errors || bad) ++failures;
-    if (errors) break;  // the signals and barrier counters are no longer consistent
+    failures += err || bad;
   }
   PERF_CUDA(cudaFree(stamps));
   PERF_CUDA(cudaFree(error));

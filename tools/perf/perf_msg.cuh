@@ -6,11 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "tools/perf/kernels.cuh"
-#include "tools/perf/perf_bw.cuh"
 #include "tools/perf/perf_driver.cuh"
 
 namespace perf {
@@ -21,13 +19,11 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
   using Device = Runtime::Device;
   const std::vector<size_t> sizes = size_list(opt, 8, 4096, 8, 8, "msg");
   const std::vector<int> sms = sm_list(opt, "all", device_sms);
-  const int threads = opt.threads;
-  const int grid_max = *std::max_element(sms.begin(), sms.end());
+  const int threads = opt.threads, grid_max = *std::max_element(sms.begin(), sms.end());
   const size_t max_threads = size_t(grid_max) * threads;
   const size_t region = std::max(kMsgRegion, max_threads * sizes.back());
   const int me = Runtime::my_pe(), pe = Runtime::n_pes() > 1 ? 1 : me;
-  char* src = Runtime::alloc(region + kGuard);
-  char* dst = Runtime::alloc(region + kGuard);
+  char *src = Runtime::alloc(region + kGuard), *dst = Runtime::alloc(region + kGuard);
   uint64_t* sig = reinterpret_cast<uint64_t*>(Runtime::alloc(max_threads * sizeof(uint64_t)));
   char* peer_dst = Runtime::peer(dst, pe);
   uint64_t* peer_sig = Runtime::peer(sig, pe);
@@ -42,16 +38,9 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     return static_cast<long>(std::max<size_t>(1, kMsgRegion / (size_t(grid) * thr * bytes)));
   };
   const long rate_iters_max = opt.iters ? opt.iters : 200, lat_iters = opt.iters ? opt.iters : 1000;
-  // Rate: iterations grow until --target bytes move; one issuing thread per CTA (tile_put)
+  // Rate (many threads, one quiet at the end) or latency (one thread, op + quiet each).
+  // Rate iterations grow until --target bytes move; one issuing thread per CTA (tile_put)
   // sends fewer messages per iteration, so up to 10 x more.
-  auto iters_for = [=, &opt](bool rate, int thr) {
-    return [=, &opt](int grid, size_t bytes) -> long {
-      if (!rate) return lat_iters;
-      const long cap = thr == 1 ? 10 * rate_iters_max : rate_iters_max;
-      return std::max<long>(
-          1, std::min<long>(cap, long(opt.target_bytes / (size_t(grid) * thr * bytes))));
-    };
-  };
   auto base_case = [&](const std::string& op, bool rate, int thr) {
     Case c;
     c.test = rate ? "msg_rate" : "msg_lat";
@@ -59,11 +48,16 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     c.threads = thr;
     c.grid = rate ? 0 : 1;
     c.hold = !rate;
-    c.iters = iters_for(rate, thr);
+    c.iters = [=, &opt](int grid, size_t bytes) -> long {
+      if (!rate) return lat_iters;
+      const long cap = thr == 1 ? 10 * rate_iters_max : rate_iters_max;
+      return std::max<long>(
+          1, std::min<long>(cap, long(opt.target_bytes / (size_t(grid) * thr * bytes))));
+    };
     c.messages = [rate, thr](int grid, size_t) { return rate ? double(grid) * thr : 1.0; };
     return c;
   };
-  std::vector<Case> rate_cases, lat_cases;
+  std::vector<Case> cases[2];  // [0] latency, [1] rate: every rate row comes first
   auto add = [&](const std::string& op, const std::string& ref, bool rate, auto kernel,
                  bool signals) {
     const int thr = rate ? threads : 1;
@@ -84,10 +78,10 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
       const size_t n =
           size_t(grid) * thr * bytes * size_t(std::min(iters, laps_for(grid, thr, bytes)));
       ch.pattern(peer_dst, n, seed, s);
-      ch.bytes_equal(peer_dst + n, kGuard, kPoison, s);
-      if (signals) ch.u64_equal(peer_sig, size_t(grid) * thr, uint64_t(iters), s);
+      ch.equal(reinterpret_cast<const unsigned char*>(peer_dst + n), kGuard, kPoison, s);
+      if (signals) ch.equal<uint64_t>(peer_sig, size_t(grid) * thr, uint64_t(iters), s);
     };
-    (rate ? rate_cases : lat_cases).push_back(std::move(c));
+    cases[rate].push_back(std::move(c));
   };
   for (int rate = 1; rate >= 0; --rate) {
     add("raw_st", "", rate,
@@ -112,17 +106,16 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
   // whose rows divide the slot offsets.
   std::vector<size_t> tile_sizes;
   std::vector<TileView> views;  // source and destination view per tile size
-  if (opt.want("tile_put")) {
-    for (size_t s : sizes) {
-      const uint32_t inner = static_cast<uint32_t>(std::min<size_t>(s, kTileRowBytes));
-      if (s < 16 || s % 16 || s % inner || s / inner > 256 || kSlotAlign % inner) continue;
-      const size_t span = slot_span({size_t(grid_max) * s});
-      if (span > region)
-        die("tile_put: " + std::to_string(span) + " bytes of slots exceed the message region");
-      tile_sizes.push_back(s);
-      for (char* p : {src, dst})
-        views.emplace_back(p, span, inner, static_cast<uint32_t>(s / inner));
-    }
+  for (size_t s : sizes) {
+    const uint32_t inner = static_cast<uint32_t>(std::min<size_t>(s, kTileRowBytes));
+    if (!opt.want("tile_put") || s < 16 || s % 16 || s % inner || s / inner > 256 ||
+        kSlotAlign % inner)
+      continue;
+    const size_t span = slot_span({size_t(grid_max) * s});
+    if (span > region)
+      die("tile_put: " + std::to_string(span) + " bytes of slots exceed the message region");
+    tile_sizes.push_back(s);
+    for (char* p : {src, dst}) views.emplace_back(p, span, inner, static_cast<uint32_t>(s / inner));
   }
   const size_t tile_smem =
       tile_smem_bytes(static_cast<uint32_t>(tile_sizes.empty() ? 16 : tile_sizes.back()), 1);
@@ -151,20 +144,20 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
     c.verify = [=](cudaStream_t s, int grid, size_t bytes, long, size_t o, Checker& ch) {
       // The source was filled once from its start: these words sit o / 4 words in.
       ch.pattern(peer_dst + o, size_t(grid) * bytes, seed, s, o / 4);
-      ch.bytes_equal(peer_dst + o + size_t(grid) * bytes, kGuard, kPoison, s);
+      ch.equal(reinterpret_cast<const unsigned char*>(peer_dst + o + size_t(grid) * bytes), kGuard,
+               kPoison, s);
     };
     check_error_word(c, error, opt.timeout_s);
-    (rate ? rate_cases : lat_cases).push_back(std::move(c));
+    cases[rate].push_back(std::move(c));
   }
 #endif
-  std::vector<Case> cases = rate_cases;
-  cases.insert(cases.end(), lat_cases.begin(), lat_cases.end());
+  cases[1].insert(cases[1].end(), cases[0].begin(), cases[0].end());
   char title[192];
   std::snprintf(title, sizeof title,
                 "msg: PE %d -> PE %d, one persistent kernel; rate: SMs x %d threads (tile_put: 1 "
                 "thread/CTA); latency (msg_lat): 1 thread, op + quiet per message",
                 me, pe, threads);
-  const int failures = run_cases(opt, report, cases, sizes, sms, nullptr, title);
+  const int failures = run_cases(opt, report, cases[1], sizes, sms, nullptr, title);
   PERF_CUDA(cudaDeviceSynchronize());
   PERF_CUDA(cudaFree(error));
 #if PERF_TMASHMEM

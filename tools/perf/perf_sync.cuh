@@ -12,7 +12,15 @@
 
 namespace perf {
 
-inline int test_pingpong(const Options& opt, Report& report) {
+// Runtime::launch with the kernel's arguments by value.
+template <class... Args>
+void launch_with(const void* kernel, int ctas, int threads, cudaStream_t s, bool grid_sync,
+                 Args... args) {
+  void* argv[] = {&args...};
+  Runtime::launch(kernel, ctas, threads, argv, s, grid_sync);
+}
+
+inline int test_pingpong(const Options& opt, Report& report, int) {
   using Device = Runtime::Device;
   if (Runtime::n_pes() < 2) {
     if (mpi_rank() == 0) std::printf("# pingpong needs 2 PEs or more; skipped\n");
@@ -20,8 +28,7 @@ inline int test_pingpong(const Options& opt, Report& report) {
   }
   const std::vector<size_t> sizes = size_list(opt, 8, size_t(1) << 20, 8, 8, "pingpong");
   const int me = Runtime::my_pe();
-  char* buf = Runtime::alloc(sizes.back());
-  char* src = Runtime::alloc(sizes.back());
+  char *buf = Runtime::alloc(sizes.back()), *src = Runtime::alloc(sizes.back());
   uint64_t* flags = reinterpret_cast<uint64_t*>(Runtime::alloc(kPingFlagBytes));
   PERF_CUDA(cudaMemset(flags, 0, kPingFlagBytes));
   PERF_CUDA(cudaDeviceSynchronize());
@@ -30,7 +37,8 @@ inline int test_pingpong(const Options& opt, Report& report) {
   const int peer = me == 0 ? 1 : 0, initiator = me == 0;
   const uint64_t timeout_ns = opt.timeout_ns();
   std::vector<StampCase> cases;
-  auto make = [&](const char* op, const void* kernel, size_t bytes, int threads) {
+  // `dev`: the device face the kernel takes (Device, or PtxDevice for the bare signals).
+  auto make = [&](const char* op, const void* kernel, size_t bytes, int threads, auto dev) {
     StampCase c;
     c.op = op;
     c.bytes = bytes;
@@ -38,32 +46,38 @@ inline int test_pingpong(const Options& opt, Report& report) {
     c.participates = me < 2;
     c.run = [=](cudaStream_t s, int rep, long warmup, long iters, uint64_t base, uint64_t* stamps,
                 int* error) {
-      Device r = rt;
-      char *b = buf, *sr = src;
-      size_t n = bytes;
-      uint64_t* f = ping_flag(flags, rep);
-      uint64_t bs = base, t = timeout_ns;
-      long w = warmup, it = iters;
-      int p = peer, ini = initiator;
-      void* args[] = {&r, &b, &sr, &n, &f, &bs, &w, &it, &p, &ini, &t, &stamps, &error};
-      Runtime::launch(kernel, 1, threads, args, s, false);
+      launch_with(kernel, 1, threads, s, false, dev, buf, src, bytes, ping_flag(flags, rep), base,
+                  warmup, iters, peer, initiator, timeout_ns, stamps, error);
     };
     cases.push_back(c);
   };
   auto kernel = [](auto k) { return reinterpret_cast<const void*>(k); };
-  make("signal", kernel(pingpong_kernel<Device, PingOp::Signal>), 8, 1);
+  make("signal", kernel(pingpong_kernel<Device, PingOp::Signal>), 8, 1, rt);
 #if PERF_TMASHMEM
   // Like for like with NVSHMEM's wait, which has no timeout: signal_relaxed waits forever;
-  // signal_relaxed_timeout is the same round trip with the bound.
-  make("signal_relaxed", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed, false>), 8, 1);
-  make("signal_relaxed_timeout", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed>), 8, 1);
+  // signal_relaxed_timeout is the same round trip with the bound. ptx_* (last): the same
+  // round trip from single PTX operations (PtxDevice), same kernel, no library call.
+  make("signal_relaxed", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed, false>), 8, 1, rt);
+  make("signal_relaxed_timeout", kernel(pingpong_kernel<Device, PingOp::SignalRelaxed>), 8, 1, rt);
 #endif
-  make("put_signal_thread", kernel(pingpong_kernel<Device, PingOp::PutSignalThread>), 8, 1);
+  make("put_signal_thread", kernel(pingpong_kernel<Device, PingOp::PutSignalThread>), 8, 1, rt);
   for (size_t bytes : sizes)
-    make("put_signal", kernel(pingpong_kernel<Device, PingOp::PutSignalBlock>), bytes, opt.threads);
+    make("put_signal", kernel(pingpong_kernel<Device, PingOp::PutSignalBlock>), bytes, opt.threads,
+         rt);
+#if PERF_TMASHMEM
+  auto ptx = [&](const char* op, auto face) {
+    make(op, kernel(pingpong_kernel<decltype(face), PingOp::SignalRelaxed, false>), 8, 1,
+         decltype(face){rt.ctx});
+  };
+  ptx("ptx_volatile", PtxDevice<Ptx::Volatile>{});
+  ptx("ptx_relaxed_sys", PtxDevice<Ptx::RelaxedSys>{});
+  ptx("ptx_relaxed_gpu_fence", PtxDevice<Ptx::RelaxedGpuFence>{});
+  ptx("ptx_release_sys", PtxDevice<Ptx::ReleaseSys>{});
+#endif
   report.table_header(
       "pingpong: PE 0 <-> PE 1, one kernel each, time per round trip (signal: signal_op; "
-      "signal_relaxed[_timeout]: signal_op_relaxed, waiting without [with] a timeout; "
+      "signal_relaxed[_timeout]: signal_op_relaxed, waiting without [with] a timeout; ptx_*: "
+      "single PTX stores and polls; "
       "put_signal_thread: put_signal from one thread; put_signal: the block-scope put_signal; "
       "each + a signal wait)");
   const int failures = run_stamped(opt, report, "pingpong", cases, opt.iters ? opt.iters : 1000,
@@ -80,29 +94,18 @@ inline int test_barrier(const Options& opt, Report& report, int device_sms) {
   // tmashmem's device barriers span a whole grid; NVSHMEM's are per thread group (one CTA).
   const std::vector<int> sms =
       PERF_TMASHMEM ? sm_list(opt, "1,all", device_sms) : std::vector<int>{1};
-  const int n = Runtime::n_pes();
+  const int n = Runtime::n_pes(), threads = 32;
   uint64_t* marks = reinterpret_cast<uint64_t*>(Runtime::alloc(sizeof(uint64_t) * size_t(n)));
   PERF_CUDA(cudaMemset(marks, 0, sizeof(uint64_t) * size_t(n)));
   PERF_CUDA(cudaDeviceSynchronize());
   Runtime::barrier_all();
   const Device rt = Runtime::device();
   const uint64_t timeout_ns = opt.timeout_ns();
-  const int threads = 32;
   const long iters = opt.iters ? opt.iters : 1000;
   int* verify_error = nullptr;
   uint64_t* verify_stamps = nullptr;
   PERF_CUDA(cudaMalloc(&verify_error, sizeof(int)));
   PERF_CUDA(cudaMalloc(&verify_stamps, sizeof(uint64_t) * stamp_words(iters)));
-  // Grid-synchronised launch: at most one 32-thread CTA per SM is always resident.
-  auto launch = [=](const void* kernel, int ctas, cudaStream_t s, uint64_t base, long warmup,
-                    long n_iters, uint64_t* stamps, int* error) {
-    Device r = rt;
-    uint64_t* m = marks;
-    uint64_t b = base, t = timeout_ns;
-    long w = warmup, it = n_iters;
-    void* args[] = {&r, &m, &b, &w, &it, &t, &stamps, &error};
-    Runtime::launch(kernel, ctas, threads, args, s, true);
-  };
   std::vector<StampCase> cases;
   for (int ctas : sms) {
     for (int sync_only = 0; sync_only < 2; ++sync_only) {
@@ -110,17 +113,25 @@ inline int test_barrier(const Options& opt, Report& report, int device_sms) {
       c.op = sync_only ? "sync_all" : "barrier_all";
       c.ctas = ctas;
       c.threads = threads;
-      const void* timed = sync_only
-                              ? reinterpret_cast<const void*>(barrier_kernel<Device, false, true>)
-                              : reinterpret_cast<const void*>(barrier_kernel<Device, false, false>);
-      const void* checked =
-          sync_only ? reinterpret_cast<const void*>(barrier_kernel<Device, true, true>)
-                    : reinterpret_cast<const void*>(barrier_kernel<Device, true, false>);
-      c.run = [=](cudaStream_t s, int, long warmup, long it, uint64_t base, uint64_t* stamps,
-                  int* error) { launch(timed, ctas, s, base, warmup, it, stamps, error); };
-      c.verify = [=, &opt](cudaStream_t s, uint64_t base) -> unsigned long long {
+      auto kernel = [sync_only](auto check) {
+        constexpr bool kCheck = decltype(check)::value;
+        return sync_only ? reinterpret_cast<const void*>(barrier_kernel<Device, kCheck, true>)
+                         : reinterpret_cast<const void*>(barrier_kernel<Device, kCheck, false>);
+      };
+      // Grid-synchronised launch: at most one 32-thread CTA per SM is always resident.
+      auto launch = [=](const void* k, cudaStream_t s, uint64_t base, long warmup, long it,
+                        uint64_t* stamps, int* error) {
+        launch_with(k, ctas, threads, s, true, rt, marks, base, warmup, it, timeout_ns, stamps,
+                    error);
+      };
+      c.run = [=, timed = kernel(std::false_type{})](cudaStream_t s, int, long warmup, long it,
+                                                     uint64_t base, uint64_t* stamps, int* error) {
+        launch(timed, s, base, warmup, it, stamps, error);
+      };
+      c.verify = [=, &opt, checked = kernel(std::true_type{})](
+                     cudaStream_t s, uint64_t base) -> unsigned long long {
         PERF_CUDA(cudaMemsetAsync(verify_error, 0, sizeof(int), s));
-        launch(checked, ctas, s, base, 0, iters, verify_stamps, verify_error);
+        launch(checked, s, base, 0, iters, verify_stamps, verify_error);
         sync_stream(s, opt.timeout_s + 5, "barrier check");
         int e = 0;
         PERF_CUDA(cudaMemcpy(&e, verify_error, sizeof(int), cudaMemcpyDeviceToHost));

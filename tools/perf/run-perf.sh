@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The benchmark suite on a GPU machine: tmashmem-perf and (where built) perf_nvshmem under
-# MPS, with 1, 2 and 4 PEs where it makes sense; CSVs, logs (each starting with the command
-# line) and plots go to RESULTS_DIR, the machine to RESULTS_DIR/perf-machine.txt.
+# The benchmark suite on a GPU machine: tmashmem-perf, the collectives (tmashmem-coll-perf)
+# and, where built, their NVSHMEM twins, under MPS, with 1, 2 and 4 PEs where it makes sense;
+# CSVs, logs (each starting with the command line) and plots go to RESULTS_DIR, the machine
+# to RESULTS_DIR/perf-machine.txt.
 #
 #   tools/perf/run-perf.sh BUILD_DIR RESULTS_DIR
 #
 # PERF_LAUNCHES (default 3): each test runs in that many processes, alternating tmashmem and
 # NVSHMEM; `perf.py merge` pools their repetitions into one row per measurement, so that a
 # row's spread covers what changes from one process to the next. The launches' own rows stay
-# in perf_*.launches.csv. PERF_SKIP_SHAPES=1 leaves out the tile/bulk shape sweeps. Exits
-# non-zero if any run failed (a destination check, a timeout, a crash).
+# in perf_*.launches.csv. PERF_SET: full (default), quick (only the rows a change is first
+# checked on: tile and block put/get with their plain-copy and copy-engine references,
+# ping-pong, message rate and latency, 2 PEs), or a list of the groups below ("mcast coll");
+# PERF_SKIP_SHAPES=1 leaves out the tile/bulk shape sweeps. Exits non-zero if any run failed
+# (a destination check, a timeout, a crash).
 set -uo pipefail
 BUILD=${1:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
 RESULTS=${2:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
@@ -47,25 +51,30 @@ mps_start
 } >"$RESULTS/perf-machine.txt"
 
 LAUNCHES=${PERF_LAUNCHES:-3}
+SET=${PERF_SET:-full}
 if ! [[ "$LAUNCHES" =~ ^[1-9][0-9]*$ ]]; then
   echo "run-perf: PERF_LAUNCHES must be a positive integer; got '$LAUNCHES'" >&2
   exit 2
 fi
-rm -f "$RESULTS"/perf_tmashmem*.csv "$RESULTS"/perf_nvshmem*.csv
+rm -f "$RESULTS"/perf_*.csv
 failed=()
 t_start=$(date +%s)
 
-# run NAME NP PROGRAM ARGS...: one mpirun, its log in RESULTS/NAME.log, its rows appended to
-# $RUN_CSV or perf_<runtime>.launches.csv.
+# run NAME NP PROGRAM ARGS...: one mpirun, its log in RESULTS/NAME.log; tmashmem-perf and
+# perf_nvshmem append their rows to $RUN_CSV or perf_<runtime>.launches.csv.
 run() {
-  local name=$1 np=$2 prog=$3 csv="$RESULTS/perf_tmashmem.launches.csv" t0=$(date +%s) rc
+  local name=$1 np=$2 prog=$3 t0=$(date +%s) rc csv=() bin=$PERF_DIR/$3
   shift 3
-  [ "$prog" = perf_nvshmem ] && csv="$RESULTS/perf_nvshmem.launches.csv"
-  if [ ! -x "$PERF_DIR/$prog" ]; then
+  case $prog in
+    tmashmem-perf) csv=(--csv "${RUN_CSV:-$RESULTS/perf_tmashmem.launches.csv}") ;;
+    perf_nvshmem) csv=(--csv "${RUN_CSV:-$RESULTS/perf_nvshmem.launches.csv}") ;;
+  esac
+  [ -x "$bin" ] || bin=$PERF_DIR/coll/$prog  # the collectives' programs
+  if [ ! -x "$bin" ]; then
     echo "run-perf: $prog not built; skipping $name"
     return 0
   fi
-  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np "$np" "$PERF_DIR/$prog" "$@" ${RUN_CSV:---csv "$csv"} \
+  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np "$np" "$bin" "$@" "${csv[@]}" \
     >"$RESULTS/$name.log" 2>&1
   rc=$?
   printf 'run-perf: %-28s np=%d rc=%d %3ds\n' "$name" "$np" "$rc" "$(($(date +%s) - t0))"
@@ -74,56 +83,67 @@ run() {
     grep -E "FAIL|rror|did not finish|abort" "$RESULTS/$name.log" | head -5
   fi
 }
-# both NAME NP ARGS...: launch K of tmashmem then of NVSHMEM, K = 1..LAUNCHES, so that a run
-# cut short holds both sides of every test it reached.
+# both NAME NP TMASHMEM_PROGRAM NVSHMEM_PROGRAM ARGS...: launch K of tmashmem then of
+# NVSHMEM, K = 1..LAUNCHES, so that a run cut short holds both sides of every test it reached.
 both() {
-  local name=$1 np=$2 l
-  shift 2
+  local name=$1 np=$2 tm=$3 nv=$4 l
+  shift 4
   for ((l = 1; l <= LAUNCHES; ++l)); do
-    run "tmashmem.$name.l$l" "$np" tmashmem-perf "$@"
-    run "nvshmem.$name.l$l" "$np" perf_nvshmem "$@"
+    [ -n "$tm" ] && run "tmashmem.$name.l$l" "$np" "$tm" "$@"
+    [ -n "$nv" ] && run "nvshmem.$name.l$l" "$np" "$nv" "$@"
   done
 }
+# The groups of tests a set runs, in this order (PERF_SET: full, quick, or a list of groups).
+case $SET in
+  full) groups="pingpong barrier bw bw_np1 bw_sms msg mcast coll shapes" ;;
+  quick) groups="pingpong bw bw_sms msg" ;;
+  *) groups=$SET ;;
+esac
+[ "${PERF_SKIP_SHAPES:-0}" = 1 ] && groups=${groups/shapes/}
+has() { [[ " $groups " == *" $1 "* ]]; }
+# The quick set: the rows a change is first checked on, with their references, at 2 PEs.
+ops=() sm_sweep=1,2,4,8,16,32,64,96,all
+[ "$SET" = quick ] && ops=(-o tile_put,tile_get,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get) sm_sweep=32,64,96
 # Repetitions: ping-pong 16 = every flag slot; bandwidth and the tile message rate 8 = every
 # buffer slot twice (perf_driver.cuh).
-both pingpong.np2 2 pingpong -b 8 -e 1M -f 8 -r 16
-for np in 1 2 4; do both "barrier.np$np" "$np" barrier -r 5; done
-both bw.np2 2 bw -b 16K -e 256M -f 4 -s 16,all -r 8
-both bw.np1 1 bw -b 16K -e 256M -f 4 -s 16,all -r 8
-both bw_sms.np2 2 bw -b 256M -e 256M -s 1,2,4,8,16,32,64,96,all -r 3
-both msg.np2 2 msg -b 8 -e 4K -f 8 -s all -r 8
-
-# A signal round trip taken apart (not plotted; docs/performance.md reads it out).
-if [ -x "$PERF_DIR/tmashmem-signal-cost" ]; then
-  t0=$(date +%s)
-  timeout -k 10 "$RUN_TIMEOUT" "${MPIRUN[@]}" -np 2 "$PERF_DIR/tmashmem-signal-cost" >"$RESULTS/signal-cost.txt" 2>&1
-  rc=$?
-  printf 'run-perf: %-28s np=%d rc=%d %3ds\n' signal-cost 2 "$rc" "$(($(date +%s) - t0))"
-  [ $rc -ne 0 ] && failed+=("signal-cost (rc=$rc)")
+has pingpong && both pingpong.np2 2 tmashmem-perf perf_nvshmem pingpong -b 8 -e 1M -f 8 -r 16
+for np in 1 2 4; do has barrier && both "barrier.np$np" "$np" tmashmem-perf perf_nvshmem barrier -r 5; done
+has bw && both bw.np2 2 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8 "${ops[@]}"
+has bw_np1 && both bw.np1 1 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8
+has bw_sms && both bw_sms.np2 2 tmashmem-perf perf_nvshmem bw -b 256M -e 256M -s $sm_sweep -r 3 "${ops[@]}"
+has msg && both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
+# multicast_store's fan-out beside a put and a store per PE (tmashmem only).
+for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
+# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones; from
+# 8 MiB 5 calls each (NVSHMEM's all-reduce of 256 MiB takes about 0.2 s a call).
+for np in ${PERF_COLL_NP:-2 4}; do  # PERF_COLL_NP=2: 2 PEs only
+  has coll || break
+  both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 4M -f 2 -n 20 -w 5
+  both "coll_big.np$np" "$np" tmashmem-coll-perf "" -b 8M -e 256M -f 2 -n 5 -w 2
+  # NVSHMEM 3.4.5's on-stream reduce-scatter of 128 MiB failed (unspecified launch failure,
+  # 2 PEs under MPS): its rows stop at 64 MiB.
+  both "coll_big.np$np" "$np" "" coll-perf-nvshmem -b 8M -e 64M -f 2 -n 5 -w 2
+done
+if has coll && ls "$RESULTS"/*.coll*.np*.log >/dev/null 2>&1; then
+  python3 "$HERE/perf.py" coll "$RESULTS"/*.coll*.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
 fi
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
-if [ "${PERF_SKIP_SHAPES:-0}" != 1 ]; then
+for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
+  has shapes || break
   mkdir -p "$RESULTS/tune"
-  shape() {  # shape NAME OPS ARGS...
-    local name=$1 ops=$2
-    shift 2
-    RUN_CSV="--csv $RESULTS/tune/$name.csv" run "tune.$name" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 -o "$ops" "$@"
-  }
-  for cfg in "8 24" "16 12" "32 6" "64 3"; do
-    read -r rows stages <<<"$cfg"
-    shape "tile_rows${rows}_stages${stages}" tile_put,tile_get --tile-rows "$rows" --tile-stages "$stages"
-  done
-  for cfg in "1 196608" "2 98304" "4 49152" "8 24576"; do
-    read -r issuers stage <<<"$cfg"
-    shape "nbi_issuers${issuers}_stage${stage}" nbi_put,nbi_get --nbi-threads "$issuers" --stage "$stage"
-  done
-fi
+  read -r kind a b <<<"$cfg"
+  if [ "$kind" = tile ]; then
+    name=tile_rows${a}_stages$b args=(-o tile_put,tile_get --tile-rows "$a" --tile-stages "$b")
+  else
+    name=nbi_issuers${a}_stage$b args=(-o nbi_put,nbi_get --nbi-threads "$a" --stage "$b")
+  fi
+  RUN_CSV=$RESULTS/tune/$name.csv run "tune.$name" 2 tmashmem-perf bw -b 256M -e 256M -s 16,all -r 3 "${args[@]}"
+done
 mps_stop
-echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s ($LAUNCHES launches per test)"
-for rt in tmashmem nvshmem; do
-  raw="$RESULTS/perf_$rt.launches.csv"
+echo "run-perf: benchmarks took $(($(date +%s) - t_start)) s ($LAUNCHES launches per test, set $SET)"
+for raw in "$RESULTS"/perf_*.launches.csv; do
   [ -s "$raw" ] || continue
-  python3 "$HERE/perf.py" merge "$raw" --out "$RESULTS/perf_$rt.csv" || failed+=("perf.py merge $rt")
+  python3 "$HERE/perf.py" merge "$raw" --out "${raw%.launches.csv}.csv" || failed+=("perf.py merge $raw")
 done
 if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
   echo "run-perf: shapes at 256 MiB, 2 PEs (GB/s, median):"
@@ -131,9 +151,8 @@ if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
     awk -F, -v cfg="$(basename "$f" .csv)" 'NR > 1 { printf "  %-28s %-10s %3d SMs %9.1f\n", cfg, $3, $5, $14 }' "$f"
   done | tee "$RESULTS/tune/summary.txt"
 fi
-[ -s "$RESULTS/signal-cost.txt" ] && cat "$RESULTS/signal-cost.txt"
-csvs=("$RESULTS"/perf_tmashmem.csv "$RESULTS"/perf_nvshmem.csv)
-if python3 "$HERE/plot.py" --out "$RESULTS/plots" "${csvs[@]}" >"$RESULTS/plot.log" 2>&1; then
+merged=$(ls "$RESULTS"/perf_*.csv 2>/dev/null | grep -v '\.launches\.csv$')
+if python3 "$HERE/plot.py" --out "$RESULTS/plots" $merged >"$RESULTS/plot.log" 2>&1; then
   cat "$RESULTS/plots/summary.txt" 2>/dev/null
 else
   failed+=("plot.py")

@@ -1,4 +1,4 @@
-// tmashmem tile (TMA) kernels: one thread per CTA issues everything.
+// tmashmem tile (TMA) views and kernels: one thread per CTA issues everything.
 //
 // tile_copy_kernel is the bandwidth form of tile put and tile get: a pipelined copy
 // through shared memory, `stages` tiles deep, of the CTA's share of the tiles of a
@@ -11,9 +11,34 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "tmashmem/tensor.h"
 #include "tools/perf/backend_tmashmem.cuh"
 
 namespace perf {
+
+constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
+
+// A 2-D u32 view of `bytes` at `p` (symmetric), rows of `inner` bytes, tiles of `box_rows`
+// rows. COLLECTIVE. Destroyed with destroy().
+struct TileView {
+  tmashmem_tensor_t tensor = nullptr;
+  tmashmem_tensor_handle_t handle{};
+  TileView() = default;
+  TileView(void* p, size_t bytes, uint32_t inner, uint32_t box_rows) {
+    tmashmem_tensor_desc_t d;
+    const uint64_t dims[2] = {inner / 4, bytes / inner};
+    const uint32_t box[2] = {inner / 4, box_rows};
+    tm_check(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box),
+             "tmashmem_tensor_desc_init");
+    d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
+    tm_check(tmashmem_tensor_view(p, &d, &tensor), "tmashmem_tensor_view");
+    tm_check(tmashmem_tensor_handle(tensor, &handle), "tmashmem_tensor_handle");
+  }
+  void destroy() {
+    if (tensor) tm_check(tmashmem_tensor_destroy(tensor), "tmashmem_tensor_destroy");
+    tensor = nullptr;
+  }
+};
 
 // Shared memory the kernels below need: the tiles (128-byte aligned inside a buffer
 // that may start anywhere 16-byte aligned) and one mbarrier per stage.

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "tools/perf/perf_machine.cuh"
+#include "tools/perf/perf_cuda.cuh"
 
 namespace perf {
 
@@ -85,10 +85,9 @@ struct Runtime {
   }
   static void init() {
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    if (nvshmemx_set_attr_uniqueid_args(mpi_rank(), mpi_size(), &id(), &attr) != 0)
-      die("nvshmemx_set_attr_uniqueid_args failed");
-    if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
-      die("nvshmemx_init_attr failed");
+    if (nvshmemx_set_attr_uniqueid_args(mpi_rank(), mpi_size(), &id(), &attr) != 0 ||
+        nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
+      die("nvshmemx_init_attr with the unique id failed");
     if (nvshmem_my_pe() != mpi_rank() || nvshmem_n_pes() != mpi_size())
       die("NVSHMEM PE numbering differs from the MPI ranks");
   }
