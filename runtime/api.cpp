@@ -57,6 +57,13 @@ uint64_t tmashmem::reachable_mask(const Runtime& rt) {
   return mask;
 }
 
+bool tmashmem::every_pe_reachable(const Runtime& rt) {
+  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
+  for (int s = 0; s < rt.n_local_pes; ++s)
+    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
+  return true;
+}
+
 #pragma GCC visibility push(default)  // the C API (runtime/libtmashmem.map)
 extern "C" {
 

@@ -17,6 +17,7 @@
 #include "runtime/collectives_kernels.h"
 #include "runtime/driver.h"
 #include "runtime/error.h"
+#include "runtime/reachable.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/device/signal_pad.h"
@@ -76,13 +77,6 @@ struct Request {
   const uint64_t* arrays[3] = {nullptr, nullptr, nullptr};  // alltoallv
   bool in_place_ok = false;
 };
-
-bool every_pe_reachable(const Runtime& rt) {
-  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
-  return true;
-}
 
 // SMs of the runtime's device (asked once per init; the caller holds the lock).
 int device_sms(const Runtime& rt) {

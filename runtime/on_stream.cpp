@@ -19,6 +19,7 @@
 #include "runtime/driver.h"
 #include "runtime/error.h"
 #include "runtime/on_stream_checks.h"
+#include "runtime/reachable.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/tmashmem.h"

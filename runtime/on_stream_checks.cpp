@@ -111,11 +111,4 @@ tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig,
   return translate(rt, call, "sig", sig, sizeof(uint64_t), rt.bootstrap->rank(), local);
 }
 
-bool every_pe_reachable(const Runtime& rt) {
-  if (rt.first_local_pe != 0 || rt.n_local_pes != rt.bootstrap->size()) return false;
-  for (int s = 0; s < rt.n_local_pes; ++s)
-    if (s != rt.my_slot && !rt.reachable[static_cast<size_t>(s)]) return false;
-  return true;
-}
-
 }  // namespace tmashmem

@@ -62,8 +62,4 @@ tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream str
 tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig, int cmp,
                              void** local);
 
-// Every PE of the job load/store reachable from this one (one node, peer access
-// everywhere): what the device barrier needs (all_reachable of tmashmem/device/ctx.cuh).
-bool every_pe_reachable(const Runtime& rt);
-
 }  // namespace tmashmem

@@ -12,4 +12,9 @@ namespace tmashmem {
 // rt.mutex and the runtime is initialised.
 uint64_t reachable_mask(const Runtime& rt);
 
+// Every PE of the job load/store reachable from this one (one node, peer access
+// everywhere): what the device barrier and the collectives need (all_reachable of
+// tmashmem/device/ctx.cuh). Same caller contract.
+bool every_pe_reachable(const Runtime& rt);
+
 }  // namespace tmashmem
