@@ -10,27 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "common/catch.h"
+#include "common/leak_counts.h"
 #include "common/test_util.h"
 #include "tmashmem/tmashmem.h"
 
 namespace {
 
-// Entries of `dir` whose name starts with `prefix`.
-int entries(const char* dir, const char* prefix = "") {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    n += std::strncmp(e.path().filename().c_str(), prefix, std::strlen(prefix)) == 0;
-  return n;
-}
-
 struct Leftovers {
-  int fds = entries("/proc/self/fd"), threads = entries("/proc/self/task");
-  int sockets = entries(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", "tmashmem-");
+  int fds = tmashmem_test::count_fds(), threads = tmashmem_test::count_threads();
+  int sockets = tmashmem_test::count_tmp_sockets();
 };
 
 // One cycle: init over the communicator, a symmetric allocation written and read back, free,

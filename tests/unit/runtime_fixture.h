@@ -1,11 +1,10 @@
 // Starting the runtime on the emulated driver, for the CPU tests.
 #pragma once
 
-#include <dirent.h>
-
 #include <string>
 
 #include "common/catch.h"
+#include "common/leak_counts.h"
 #include "emu/emulated_driver.h"
 #include "tmashmem/tmashmem.h"
 
@@ -38,14 +37,5 @@ struct EmulatedRuntime {
   tmashmem_status_t status;
   std::string message;
 };
-
-inline int open_fd_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 }  // namespace tmashmem_test

@@ -1,7 +1,6 @@
 // 100 init/finalize cycles over the MPI bootstrap, with abstract and filesystem
 // handle-exchange sockets alternately: no fd, socket, thread or file left behind.
 // (The unique-id and single bootstraps: tests/unit/test_bootstrap_uid.cpp.)
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,26 +18,6 @@
 using namespace tmashmem_test;
 namespace emu = tmashmem::emu;
 
-namespace {
-
-int count_entries(const char* path, const char* prefix) {
-  int n = 0;
-  if (DIR* d = opendir(path)) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.' && std::strncmp(e->d_name, prefix, std::strlen(prefix)) == 0) ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-int threads() { return count_entries("/proc/self/task", ""); }
-int tmp_sockets() {
-  const char* tmp = std::getenv("TMPDIR");
-  return count_entries(tmp && *tmp ? tmp : "/tmp", "tmashmem-");
-}
-
-}  // namespace
-
 TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or file") {
   // A private TMPDIR: other tests' sockets come and go in /tmp meanwhile.
   char dir[] = "/tmp/tmashmem-cycles-test.XXXXXX";
@@ -53,13 +32,13 @@ TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or
     REQUIRE(tmashmem_finalize() == TMASHMEM_SUCCESS);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  int fds = open_fd_count(), tasks = threads(), files = tmp_sockets();
+  int fds = count_fds(), tasks = count_threads(), files = count_tmp_sockets();
   std::vector<double> init_ms;
   for (int cycle = 0; cycle < 100 && failures == 0; ++cycle) {
     failures += run_init_cycle(cycle, small_heap_attr(), &init_ms);
-    if (open_fd_count() != fds || threads() != tasks) {
-      std::printf("cycle %d: %d fds (before %d), %d threads (before %d)\n", cycle, open_fd_count(),
-                  fds, threads(), tasks);
+    if (count_fds() != fds || count_threads() != tasks) {
+      std::printf("cycle %d: %d fds (before %d), %d threads (before %d)\n", cycle, count_fds(),
+                  fds, count_threads(), tasks);
       ++failures;
     }
   }
@@ -70,9 +49,9 @@ TEST_CASE("bootstrap cycles: 100 MPI init/finalize cycles leave no fd, thread or
     std::printf("%zu MPI init cycles on %d PEs: init median %.2f ms, max %.2f ms\n", init_ms.size(),
                 mpi_size(), init_ms[init_ms.size() / 2], init_ms.back());
   CHECK(failures == 0);
-  CHECK(open_fd_count() == fds);
-  CHECK(threads() == tasks);
-  CHECK(tmp_sockets() == files);
+  CHECK(count_fds() == fds);
+  CHECK(count_threads() == tasks);
+  CHECK(count_tmp_sockets() == files);
   CHECK(files == 0);
   unsetenv("TMPDIR");
   CHECK(rmdir(dir) == 0);  // empty: every socket directory was removed

@@ -10,7 +10,6 @@
 // counts the survivors' lines. mpiexec must let the survivors run on after the death:
 // Open MPI needs `--mca orte_abort_on_non_zero_status 0` (the script passes it), else it
 // kills the job about as soon as the rank dies, before any timeout can speak.
-#include <dirent.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include <map>
 #include <string>
 
+#include "common/leak_counts.h"
 #include "emu/emulated_driver.h"
 #include "tmashmem/tmashmem.h"
 
@@ -45,15 +45,6 @@ void expect(bool ok, const std::string& what) {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-int count_entries(const char* dir) {
-  int n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n;
 }
 
 tmashmem_init_attr_t attr() {
@@ -111,12 +102,12 @@ void expect_clean_finalize(int fds_before, int threads_before) {
          "emulated driver objects left: " + std::to_string(c.allocations) + " handles, " +
              std::to_string(c.mappings) + " mappings, " + std::to_string(c.reservations) +
              " reservations, " + std::to_string(c.open_memfds) + " memfds");
-  expect(count_entries("/proc/self/fd") == fds_before,
+  expect(tmashmem_test::count_fds() == fds_before,
          "fds: " + std::to_string(fds_before) + " before, " +
-             std::to_string(count_entries("/proc/self/fd")) + " after");
-  expect(count_entries("/proc/self/task") == threads_before,
+             std::to_string(tmashmem_test::count_fds()) + " after");
+  expect(tmashmem_test::count_threads() == threads_before,
          "threads: " + std::to_string(threads_before) + " before, " +
-             std::to_string(count_entries("/proc/self/task")) + " after");
+             std::to_string(tmashmem_test::count_threads()) + " after");
 }
 
 // Starts the runtime on every PE (the victim with `victim_options`); false on failure.
@@ -227,7 +218,7 @@ int main(int argc, char** argv) {
   }
   // Counted before MPI's and the emulator's first use? MPI is up already; the emulator and
   // the runtime are not, so these are what init adds.
-  const int fds = count_entries("/proc/self/fd"), threads = count_entries("/proc/self/task");
+  const int fds = tmashmem_test::count_fds(), threads = tmashmem_test::count_threads();
   it->second(fds, threads);
   if (victim()) std::printf("[PE %d] was to die in row %s but did not\n", g_rank, row.c_str());
   std::printf("row %s: PE %d %s%s\n", row.c_str(), g_rank,
@@ -243,7 +234,7 @@ int main(int argc, char** argv) {
     const std::string mine = std::string(dir) + "/done." + std::to_string(g_rank);
     if (FILE* f = std::fopen(mine.c_str(), "w")) std::fclose(f);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (count_entries(dir) - 2 < g_size - 1 && std::chrono::steady_clock::now() < give_up)
+    while (tmashmem_test::count_dir_entries(dir) < g_size - 1 && std::chrono::steady_clock::now() < give_up)
       usleep(20000);
   }
   _exit(0);

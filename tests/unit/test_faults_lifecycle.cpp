@@ -94,7 +94,7 @@ TEST_CASE("faults: every public call after finalize is NOT_INITIALIZED, naming t
 
 TEST_CASE("faults: finalize with allocations and a tensor outstanding releases everything") {
   emu::install();
-  const int fds_before = open_fd_count();
+  const int fds_before = count_fds();
   tmashmem_init_attr_t attr = small_heap_attr();
   REQUIRE(all_ranks(tmashmem_init_attr(&attr) == TMASHMEM_SUCCESS));
   void* a = tmashmem_malloc(size_t(3) << 20);  // grows the heap past its first chunk
@@ -112,7 +112,7 @@ TEST_CASE("faults: finalize with allocations and a tensor outstanding releases e
   CHECK(c.reservations == 0);
   CHECK(c.device_buffers == 0);  // the tensor's device map table too
   CHECK(c.open_memfds == 0);
-  CHECK(open_fd_count() == fds_before);
+  CHECK(count_fds() == fds_before);
   // The tensor handle outlives finalize as a host object only (tensor.h): using it is an
   // error, and tmashmem_tensor_destroy under a later init frees the rest.
   CHECK(tmashmem_tensor_data(t) == nullptr);

@@ -43,7 +43,7 @@ int runtime_mapping_count(const std::vector<uintptr_t>& windows) {
 
 TEST_CASE("lifecycle: 100 init/finalize cycles leave no fd, mapping or memory behind") {
   emu::install();
-  int fds_before = open_fd_count();
+  int fds_before = count_fds();
   std::vector<uintptr_t> windows;
   const int maps_before = runtime_mapping_count(windows);
   int failures = 0;
@@ -82,7 +82,7 @@ TEST_CASE("lifecycle: 100 init/finalize cycles leave no fd, mapping or memory be
     }
   }
   CHECK(failures == 0);
-  CHECK(open_fd_count() == fds_before);
+  CHECK(count_fds() == fds_before);
   CHECK(maps_before == 0);
   CHECK(runtime_mapping_count(windows) == maps_before);
   emu::uninstall();

@@ -1,6 +1,5 @@
 #include "uid_launch.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -17,36 +16,6 @@
 extern char** environ;
 
 namespace uid_test {
-namespace {
-
-int count_entries(const char* path) {
-  int n = 0;
-  if (DIR* d = opendir(path)) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-}  // namespace
-
-int count_tmp_sockets() {
-  const char* tmp = std::getenv("TMPDIR");
-  int n = 0;
-  if (DIR* d = opendir(tmp && *tmp ? tmp : "/tmp")) {
-    while (dirent* e = readdir(d))
-      if (std::strncmp(e->d_name, "tmashmem-", 9) == 0 &&
-          std::strncmp(e->d_name, "tmashmem-uid-test", 17) != 0)
-        ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-int count_fds() { return count_entries("/proc/self/fd") - 1; }  // minus opendir's own
-int count_threads() { return count_entries("/proc/self/task"); }
-
 bool have_ipv6_loopback() {
   int s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return false;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/leak_counts.h"
 #include "tmashmem/tmashmem.h"
 
 namespace uid_test {
@@ -33,9 +34,10 @@ void finish(Job* job, int limit_ms);
 // Whether this machine can bind ::1.
 bool have_ipv6_loopback();
 
-// Entries of $TMPDIR (or /tmp) whose name starts with "tmashmem-" (filesystem sockets).
-int count_tmp_sockets();
-int count_fds();
-int count_threads();
+using tmashmem_test::count_fds;
+using tmashmem_test::count_threads;
+// Filesystem sockets; the launcher's own scratch directories ("tmashmem-uid-test...") are not.
+inline int count_tmp_sockets() { return tmashmem_test::count_tmp_sockets("tmashmem-uid-test"); }
+
 
 }  // namespace uid_test
