@@ -40,15 +40,11 @@ constexpr size_t kBulkSliceBytes = 64 * 1024;
 // collective is latency-bound, and one handshake with the data sent ahead of the signal
 // beats the direct forms' two; beyond it the extra local copy costs more than it saves.
 //
-// OFF (0) until a defect is fixed and the fix has run on a GPU: the staged step's guard
-// (coll_staged_begin) waits for every peer's Ready of the slot's previous epoch, but a direct
-// step that announced to a subset (a broadcast: non-roots announce to nobody) leaves those
-// entries stale, so a staged step right after it waits until its timeout and traps. Seen at
-// 4 PEs: a broadcast with n_sms 3 too few for the staged form (direct on slots 0-2), then a
-// staged all-gather on slots 0-8 (docs/collectives.md, "What was and was not run"). A fix:
-// coll_exchange signals Ready to every peer, not only to `announce`.
+// Their guard (coll_staged_begin) reads every peer's Ready of the slot's previous step,
+// so every step signals Ready to every peer (coll_exchange, exchange.cuh), also a
+// broadcast whose non-roots announce to nobody.
 constexpr size_t kStagingBytes = size_t(4) << 20;
-constexpr size_t kStagedMaxPieceBytes = 0;  // 256 KiB once the guard is fixed
+constexpr size_t kStagedMaxPieceBytes = 256 * 1024;
 
 // This job's staging region: allocated by the first collective call after init.
 struct Staging {

@@ -282,6 +282,46 @@ TEST_CASE("collectives: reduce-scatter and all-reduce, every dtype and op, match
   CHECK(all_ranks(ok));
 }
 
+// The staged forms' guard reads every peer's Ready of the slot's previous step. A direct
+// broadcast (one CTA: its piece is too big for a staged slot) whose non-roots would
+// announce to nobody, then small staged calls on the same slot: before the fix, the
+// root's guard waited for Ready entries the non-roots never stored, and the kernel
+// trapped at its timeout (seen at 4 PEs; the same sequence hangs at 2).
+TEST_CASE("collectives: a staged call right after a direct broadcast on the same slots") {
+  Fixture f;
+  REQUIRE(all_ranks(f.ready));
+  const int n = f.s.n, me = f.s.me;
+  bool ok = true;
+  const size_t big = 200 * 1024, small = 4096 + 16;
+  for (int round = 0; round < 2 * n; ++round) {
+    const int root = round % n;
+    const auto seeds = f.seeds();
+    ok &= run_case(f.b, name("broadcast", "bytes", "", big, 1, 0, " (direct)"), 0, 1,
+                   pattern(seeds[me], 0, big), 0, 0, pattern(seeds[root], 0, big),
+                   [&](uint8_t* d, uint8_t* s) {
+                     return tmashmem_broadcast_on_stream(d, s, big, root, 1, f.b.stream);
+                   });
+    const auto seeds2 = f.seeds();
+    std::vector<uint8_t> want;
+    for (int q = 0; q < n; ++q) {
+      const auto part = pattern(seeds2[q], 0, small);
+      want.insert(want.end(), part.begin(), part.end());
+    }
+    ok &= run_case(f.b, name("allgather", "bytes", "", small, 1, 0, " (staged)"), 0, 1,
+                   pattern(seeds2[me], 0, small), 0, 0, want, [&](uint8_t* d, uint8_t* s) {
+                     return tmashmem_allgather_on_stream(d, s, small, 1, f.b.stream);
+                   });
+    const auto seeds3 = f.seeds();
+    ok &=
+        run_case(f.b, name("broadcast", "bytes", "", small, 1, 0, " (staged)"), 0, 1,
+                 pattern(seeds3[me], 0, small), 0, 0, pattern(seeds3[(root + 1) % n], 0, small),
+                 [&](uint8_t* d, uint8_t* s) {
+                   return tmashmem_broadcast_on_stream(d, s, small, (root + 1) % n, 1, f.b.stream);
+                 });
+  }
+  CHECK(all_ranks(ok));
+}
+
 TEST_CASE("collectives: a buffer outside the heap is refused on the GPU build too") {
   Fixture f;
   REQUIRE(all_ranks(f.ready));

@@ -2,7 +2,8 @@
 //
 //   coll_begin                     next epoch e of the slot
 //   prologue()                     e.g. initialise this PE's own destination
-//   coll_signal(Ready, announce)   "ready for epoch e" to the PEs that will touch my data
+//   coll_signal(Ready, all peers)  "ready for epoch e": awaited by the PEs that touch my
+//                                  data (`announce`), stored to every peer
 //   coll_wait(Ready, visit)        the PEs whose data I touch are ready
 //   body()                         move / reduce (loads, stores, bulk copies, TMA tiles)
 //   coll_signal(Done, visit)       "finished with yours" (publishes body's writes)
@@ -11,6 +12,12 @@
 //
 // `announce` and `visit` are peer masks (sync.cuh). Pull collectives announce their
 // source to its readers; push collectives announce their destination to its writers.
+// Ready goes to every peer, not only to `announce`: a peer that does not wait for it
+// ignores it, and the staged forms (staged.cuh) need it. Their guard reads every peer's
+// Ready of the slot's previous step, whatever that step was, as proof that the peer has
+// finished the step before it; a step that announced to a subset (a broadcast's
+// non-roots announce to nobody) would leave those entries behind and the guard waiting
+// until its timeout.
 // After coll_exchange returns Ok, this PE's buffers are complete and no peer touches
 // them again in this step, so the caller may reuse them at once (no reuse race), and
 // the next step on the slot cannot overtake this one. With `done_handshake` false the
@@ -49,7 +56,7 @@ __device__ __forceinline__ Status coll_exchange(const Ctx& ctx, const CollState&
   detail::fence_proxy_async();
   const CollStep step = coll_begin(st, slot);
   prologue();
-  coll_signal(ctx, st, CollRow::Ready, step, announce);
+  coll_signal(ctx, st, CollRow::Ready, step, coll_all_peers(ctx));
   Status s = coll_wait(ctx, st, CollRow::Ready, step, visit, timeout_ns, what);
   if (s == Status::Ok) {
     body();

@@ -11,6 +11,9 @@
 // CUDA graph replays: the counters only grow (64 bits do not wrap).
 //
 // Contract:
+//  - Every step stores Ready (of its epoch) to every peer, whichever peers read its
+//    data: coll_exchange and coll_staged_exchange do. A kernel that calls coll_signal
+//    itself on a state that staged steps also use must do the same.
 //  - One CTA per slot at a time, and on every PE the same CTA-to-data assignment: slot b
 //    of PE p only ever synchronises with slot b of the other PEs.
 //  - Every PE load/store reachable (all_reachable(ctx)) and n_pes <= kCollMaxPes; the
