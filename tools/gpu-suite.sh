@@ -8,6 +8,9 @@
 # quick: the rows a change is first checked on (run-perf.sh's PERF_SET=quick: tile and
 # block put/get, ping-pong, message rate) twice on the same machine start, each pass
 # compared with the run of record (docs/perf/suite_*.csv) and the two with each other.
+# SUITE_TARGETS="t1 t2 ..." builds only those targets (with tmashmem-info), for a mode that
+# runs only some programs (sanitize with SANITIZE_TESTS, tests with a ctest -R regex).
+# SUITE_CUDA_FLAGS goes to CMAKE_CUDA_FLAGS (sanitize: -lineinfo, for source lines in reports).
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
 # `rerun` does only that second run and the comparison, against the perf/ folder an
@@ -54,8 +57,9 @@ rerun_perf() {
 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTMASHMEM_WERROR=ON \
+  ${SUITE_CUDA_FLAGS:+"-DCMAKE_CUDA_FLAGS=$SUITE_CUDA_FLAGS"} \
   ${NVSHMEM_HOME:+-DTMASHMEM_NVSHMEM_HOME=$NVSHMEM_HOME} >"$RESULTS/configure.log" 2>&1 &&
-  cmake --build "$BUILD_DIR" -j "$(nproc)" >"$RESULTS/build.log" 2>&1
+  cmake --build "$BUILD_DIR" -j "$(nproc)" ${SUITE_TARGETS:+--target $SUITE_TARGETS} >"$RESULTS/build.log" 2>&1
 rc=$?
 summary+=("build: rc=$rc ($(($(date +%s) - t0)) s)")
 if [ $rc -ne 0 ]; then
@@ -147,6 +151,7 @@ fi
 # sanitize: GPU test programs under compute-sanitizer with 2 PEs. SANITIZE_TESTS: entries
 # separated by ';', each a program under tests/gpu/ with an optional Catch2 filter after ':'
 # (the large GEMM shapes take too long under the tools); SANITIZE_TOOLS: which tools;
+# SANITIZE_CHUNK_SIZE: the tests' heap chunk size (bytes; unset: their 128 MiB);
 # SANITIZE_LIMIT_S bounds each run, SANITIZE_JOBS runs that many at once, SANITIZE_FLAGS goes
 # to compute-sanitizer. Stress loops are cut to SANITIZE_ROUNDS rounds. A run cut by its bound
 # says "rc=124" (did not finish).
@@ -157,13 +162,19 @@ if [ "$WHAT" = sanitize ]; then
   default_sanitize+=";gemm/test_gemm:gemm bf16 small M;fused/test_fused:allgather_matmul: small shards*"
   default_sanitize+=";fused/test_reduce_scatter:matmul_reduce_scatter fast: ragged and small shards"
   export TMASHMEM_TEST_STRESS_ROUNDS=${SANITIZE_ROUNDS:-20} TMASHMEM_TEST_BARRIER_ROUNDS=${SANITIZE_ROUNDS:-20}
+  export TMASHMEM_TEST_COLL_ROUNDS=${SANITIZE_ROUNDS:-20}
+  # 128 MiB heap chunks by default (gpu_test_util.cuh); memcheck tracks each mapped chunk as
+  # an allocation of its own, so a bulk copy across a chunk boundary inside one tmashmem
+  # block reads as out of bounds. 0 keeps the tests' default.
+  export TMASHMEM_TEST_CHUNK_SIZE=${SANITIZE_CHUNK_SIZE:-0}
   sanitize_one() {  # sanitize_one TOOL ENTRY
     local prog=${2%%:*} filter= log
     [ "$prog" != "$2" ] && filter=${2#*:}
     log="$RESULTS/sanitize.$1.$(basename "$prog").log"
     timeout "$(limit "${SANITIZE_LIMIT_S:-120}")" mpirun --oversubscribe --bind-to none -np 2 \
       -x TMASHMEM_MULTICAST -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
-      -x TMASHMEM_TEST_STRESS_ROUNDS -x TMASHMEM_TEST_BARRIER_ROUNDS compute-sanitizer \
+      -x TMASHMEM_TEST_STRESS_ROUNDS -x TMASHMEM_TEST_BARRIER_ROUNDS -x TMASHMEM_TEST_COLL_ROUNDS \
+      -x TMASHMEM_TEST_CHUNK_SIZE compute-sanitizer \
       --tool "$1" --error-exitcode 9 ${SANITIZE_FLAGS:-} "$BUILD_DIR/tests/gpu/$prog" ${filter:+"$filter"} >"$log" 2>&1
     echo "rc=$?" >>"$log"
   }

@@ -96,7 +96,11 @@ class Session {
   Session() {
     tmashmem_init_attr_t attr;
     tmashmem_init_attr_set_defaults(&attr);
-    attr.chunk_size = size_t(128) << 20;
+    // 128 MiB chunks, so that the larger cases span chunk boundaries; a non-zero
+    // TMASHMEM_TEST_CHUNK_SIZE (bytes) overrides it, e.g. to tell a sanitizer report at
+    // a chunk boundary from a real one.
+    const uint64_t chunk = env_count("TMASHMEM_TEST_CHUNK_SIZE", 0);
+    attr.chunk_size = chunk != 0 ? static_cast<size_t>(chunk) : size_t(128) << 20;
     ok = GPU_TEST_TM(tmashmem_init_attr(&attr));
     if (ok) {
       me = tmashmem_my_pe();
