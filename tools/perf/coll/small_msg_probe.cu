@@ -2,12 +2,10 @@
 // kernel, 64 KiB to 1 MiB, the same SM counts in the same run (2 PEs: PE 0 puts into PE 1's
 // heap, PE 1 waits). Every variant runs `iters` back-to-back copies of the whole size in
 // one kernel, as tools/perf's bandwidth rows do, and its destination is checked after the
-// timed repetitions. Beside the library's calls: the plain copy with a barrier per copy and
-// with explicit global-space accesses (what a block-scope put can reach), and the tile
-// pipeline of tools/perf/tile_kernels.cuh in two loops: its own (tile, stage and parity by
-// 64-bit division and modulo every tile) and one that counts them instead, with and
-// without tma_put_tile's proxy fence, over tile sizes (docs/performance.md, "Small
-// messages", has the findings).
+// timed repetitions. Beside the library's block put: its copy loop with and without the
+// barrier and the address computation, and a lean loop with explicit global-space
+// accesses (what a block-scope put can reach); the tile put pipeline with one and with
+// four issuing threads per CTA (docs/performance.md, "Small messages", has the findings).
 //
 //   mpirun -np 2 tmashmem-small-msg-probe [reps]
 #include <cuda_runtime.h>
@@ -42,9 +40,12 @@ void check_tm(tmashmem_status_t s, const char* what) {
 enum class Block {
   Library,    // tmashmem::putmem_block
   CopyLoop,   // the library's copy loop (detail::copy_bytes) without the barrier
+  CopySync,   // copy_bytes on the precomputed peer pointer + barrier (putmem_block less ptr())
+  UnitsSync,  // the aligned loop alone (detail::copy_units) + barrier
   GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
 };
-const char* const kBlockNames[] = {"putmem_block", "copy_bytes", "ld/st.global+sync"};
+const char* const kBlockNames[] = {"putmem_block", "copy_bytes", "copy_bytes+sync",
+                                   "copy_units+sync", "ld/st.global+sync"};
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
   const size_t units = n / 16, stride = blockDim.x;
@@ -74,96 +75,77 @@ __global__ void __launch_bounds__(1024)
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::CopyLoop)
       tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
+    if constexpr (V == Block::CopySync) {
+      tmashmem::detail::copy_bytes(dp, sp, n, tmashmem::detail::block_thread_rank(),
+                                   tmashmem::detail::block_thread_count());
+      __syncthreads();
+    }
+    if constexpr (V == Block::UnitsSync) {
+      tmashmem::detail::copy_units(reinterpret_cast<uint4*>(dp), reinterpret_cast<const uint4*>(sp),
+                                   n >> 4, threadIdx.x, blockDim.x);
+      __syncthreads();
+    }
     if constexpr (V == Block::GlobalPtx) global_ptx_copy(dp, sp, n);
   }
 }
 
-// The tile pipeline of tools/perf/tile_kernels.cuh: tile get of this PE's tile into shared
-// memory, tile put of it into the peer's tensor, `stages` deep. kCounted false: its own
-// loop (tile, stage and parity from k by 64-bit division and modulo, every tile); true:
-// the same sequence counted. kLibPut: tma_put_tile (which fences the generic proxy first)
-// or the bare tensor store. kWindow: how many puts may still read shared memory when a
-// stage is refilled (1 in the benchmark).
-template <bool kCounted, bool kLibPut, int kWindow>
+// The tile pipeline: tile get of this PE's tile into shared memory, tile put of it into
+// the peer's tensor, `stages` deep, tile, stage and parity counted (the 64-bit division
+// and modulo of the first version of tools/perf/tile_kernels.cuh's loop cost 0.42 us per
+// tile, docs/performance.md "Small messages"). One thread per issuer: lane 0 of warps
+// 0..issuers-1, each with its own stages and mbarriers and its own share of the CTA's
+// tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
+// Each issuer may refill a stage once its put has read it (one put in flight behind).
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
                             int* error) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  unsigned char* base = tmashmem::align_smem<128>(smem_raw);
-  const uint32_t box_bytes = src.box_bytes;
-  auto* bars = reinterpret_cast<tmashmem::Mbarrier*>(base + size_t(box_bytes) * stages);
-  const uint32_t box_rows = src.box[1];
+  const uint32_t box_bytes = src.box_bytes, box_rows = src.box[1];
+  const uint32_t issuers = blockDim.x / 32, w = threadIdx.x / 32;
+  unsigned char* base = tmashmem::align_smem<128>(smem_raw) + size_t(box_bytes) * stages * w;
+  auto* bars = reinterpret_cast<tmashmem::Mbarrier*>(tmashmem::align_smem<128>(smem_raw) +
+                                                     size_t(box_bytes) * stages * issuers) +
+               size_t(stages) * w;
   const uint32_t each = (tiles + gridDim.x - 1) / gridDim.x;
-  const uint32_t first = min(tiles, blockIdx.x * each);
-  const uint32_t n = min(tiles, first + each) - first;
-  if (threadIdx.x != 0 || n == 0) return;
+  const uint32_t cta_first = min(tiles, blockIdx.x * each);
+  const uint32_t cta_n = min(tiles, cta_first + each) - cta_first;
+  const uint32_t mine = (cta_n + issuers - 1) / issuers;
+  const uint32_t first = cta_first + min(cta_n, w * mine);
+  const uint32_t n = min(cta_n, (w + 1) * mine) - min(cta_n, w * mine);
+  if (threadIdx.x % 32 != 0 || n == 0) return;
   tmashmem::tma_acquire_tensor_maps(src);
   tmashmem::tma_acquire_tensor_maps(dst);
   for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
   const long total = long(n) * iters;
-  auto put = [&](const unsigned char* tile, tmashmem::TileCoord c) {
-    if constexpr (kLibPut) {
-      tmashmem::tma_put_tile(dst, dst_pe, c, tile);
-    } else {
-      tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
-                                        tmashmem::detail::smem_address(tile), c.c);
-      tmashmem::detail::bulk_commit();
-    }
-  };
   auto at = [&](uint32_t t) {
     return tmashmem::TileCoord(0, static_cast<int32_t>((first + t) * box_rows));
   };
-  if constexpr (kCounted) {
-    uint32_t get_tile = 0, get_stage = 0;
-    long issued = 0;
-    auto get_next = [&] {
-      bars[get_stage].arrive_expect_tx(box_bytes);
-      tmashmem::tma_get_tile(base + size_t(get_stage) * box_bytes, src, src_pe, at(get_tile),
-                             bars[get_stage]);
-      if (++get_tile == n) get_tile = 0;
-      if (++get_stage == stages) get_stage = 0;
-      ++issued;
-    };
-    while (issued < total && issued < static_cast<long>(stages)) get_next();
-    uint32_t put_tile = 0, stage = 0, parity = 0;
-    for (long k = 0; k < total; ++k) {
-      if (bars[stage].wait(parity, timeout_ns) != tmashmem::Status::Ok) {
-        *error = 1;
-        tmashmem::quiet();
-        return;
-      }
-      put(base + size_t(stage) * box_bytes, at(put_tile));
-      if (k >= kWindow && issued < total) {
-        tmashmem::bulk_wait_group_read<kWindow>();
-        get_next();
-      }
-      if (++put_tile == n) put_tile = 0;
-      if (++stage == stages) stage = 0, parity ^= 1u;
+  uint32_t get_tile = 0, get_stage = 0;
+  long issued = 0;
+  auto get_next = [&] {
+    bars[get_stage].arrive_expect_tx(box_bytes);
+    tmashmem::tma_get_tile(base + size_t(get_stage) * box_bytes, src, src_pe, at(get_tile),
+                           bars[get_stage]);
+    if (++get_tile == n) get_tile = 0;
+    if (++get_stage == stages) get_stage = 0;
+    ++issued;
+  };
+  while (issued < total && issued < static_cast<long>(stages)) get_next();
+  uint32_t put_tile = 0, stage = 0, parity = 0;
+  for (long k = 0; k < total; ++k) {
+    if (bars[stage].wait(parity, timeout_ns) != tmashmem::Status::Ok) {
+      *error = 1;
+      tmashmem::quiet();
+      return;
     }
-  } else {
-    auto row = [&](long k) { return at(static_cast<uint32_t>(k % long(n))); };
-    auto get = [&](long k) {
-      const uint32_t s = static_cast<uint32_t>(k % stages);
-      bars[s].arrive_expect_tx(box_bytes);
-      tmashmem::tma_get_tile(base + size_t(s) * box_bytes, src, src_pe, row(k), bars[s]);
-    };
-    for (long k = 0; k < total && k < static_cast<long>(stages); ++k) get(k);
-    for (long k = 0; k < total; ++k) {
-      const uint32_t s = static_cast<uint32_t>(k % stages);
-      if (bars[s].wait(static_cast<uint32_t>((k / stages) & 1), timeout_ns) !=
-          tmashmem::Status::Ok) {
-        *error = 1;
-        tmashmem::quiet();
-        return;
-      }
-      put(base + size_t(s) * box_bytes, row(k));
-      const long freed = k - kWindow;
-      if (freed >= 0 && freed + static_cast<long>(stages) < total) {
-        tmashmem::bulk_wait_group_read<kWindow>();
-        get(freed + stages);
-      }
+    tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), base + size_t(stage) * box_bytes);
+    if (k >= 1 && issued < total) {
+      tmashmem::bulk_wait_group_read<1>();
+      get_next();
     }
+    if (++put_tile == n) put_tile = 0;
+    if (++stage == stages) stage = 0, parity ^= 1u;
   }
   tmashmem::quiet();
   for (uint32_t s = 0; s < stages; ++s) bars[s].inval();
@@ -198,11 +180,12 @@ int main(int argc, char** argv) {
   char* src = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
   char* dst = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
   if (!src || !dst) die("tmashmem_malloc");
-  // Tile views: rows of 512 B (512 B tiles) and of 1 KiB (1, 4, 8, 32 KiB tiles).
+  // Tile views: rows of 1 KiB, 4 and 8 KiB tiles (the sizes that came closest to the plain
+  // copy with one issuer; 0.5-2 KiB tiles and 32 KiB tiles stayed below 0.75).
   struct Shape {
     uint32_t row, rows;
   };
-  const std::vector<Shape> shapes = {{512, 1}, {1024, 1}, {1024, 4}, {1024, 8}, {1024, 32}};
+  const std::vector<Shape> shapes = {{1024, 4}, {1024, 8}};
   std::vector<View> sv, dv;
   for (const Shape& s : shapes) {
     sv.emplace_back(src, max_bytes, s.row, s.rows);
@@ -229,13 +212,10 @@ int main(int argc, char** argv) {
     auto allow_smem = [&](auto k) {
       cuda(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "attr");
     };
-    allow_smem(tile_kernel<false, true, 1>);
-    allow_smem(tile_kernel<true, true, 1>);
-    allow_smem(tile_kernel<true, false, 1>);
-    allow_smem(tile_kernel<true, true, 4>);
-    allow_smem(tile_kernel<true, false, 4>);
+    allow_smem(tile_kernel);
     std::printf(
-        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 thread (tile) per CTA, "
+        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 or 4 issuing threads "
+        "(tile) per CTA, "
         "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
         npes, pe, reps);
     std::printf("%-8s %4s %-26s %9s %9s %7s %s\n", "bytes", "sms", "variant", "us/iter", "GB/s",
@@ -286,33 +266,24 @@ int main(int argc, char** argv) {
         });
         block(std::integral_constant<Block, Block::Library>{});
         block(std::integral_constant<Block, Block::CopyLoop>{});
+        block(std::integral_constant<Block, Block::CopySync>{});
+        block(std::integral_constant<Block, Block::UnitsSync>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});
         for (size_t v = 0; v < shapes.size(); ++v) {
           const uint32_t tile = shapes[v].row * shapes[v].rows;
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
-          const uint32_t stages = std::min<uint32_t>(32, std::max<uint32_t>(6, 196608 / tile));
-          const size_t smem = 128 + size_t(tile) * stages + 8 * stages;
-          auto tile_run = [&](auto counted, auto lib, auto window) {
-            constexpr bool C = decltype(counted)::value, P = decltype(lib)::value;
-            constexpr int W = decltype(window)::value;
+          for (uint32_t issuers : {1u, 4u}) {
+            const uint32_t stages =
+                std::min<uint32_t>(32, std::max<uint32_t>(4, 196608 / (tile * issuers)));
+            const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
             char label[64];
-            std::snprintf(label, sizeof label, "tile%s%s_%uB_w%d", C ? "_counted" : "",
-                          P ? "" : "_nofence", tile, W);
+            std::snprintf(label, sizeof label, "tile_%uB_x%u", tile, issuers);
             run(label, [&](long it) {
-              tile_kernel<C, P, W><<<sms, 1, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages,
-                                                         it, 2000000000ull, error);
+              tile_kernel<<<sms, 32 * issuers, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages,
+                                                           it, 2000000000ull, error);
               cuda(cudaGetLastError(), label);
             });
-          };
-          using F = std::false_type;
-          using T = std::true_type;
-          using W1 = std::integral_constant<int, 1>;
-          using W4 = std::integral_constant<int, 4>;
-          tile_run(F{}, T{}, W1{});
-          tile_run(T{}, T{}, W1{});
-          tile_run(T{}, F{}, W1{});
-          tile_run(T{}, T{}, W4{});
-          tile_run(T{}, F{}, W4{});
+          }
         }
       }
     }
