@@ -5,7 +5,7 @@
 // timed repetitions. Beside the library's block put: its copy loop with and without the
 // barrier and the address computation, and a lean loop with explicit global-space
 // accesses (what a block-scope put can reach); the tile put pipeline with one and with
-// four issuing threads per CTA (docs/performance.md, "Small messages", has the findings).
+// four issuing threads per CTA (docs/runs.md, "Small messages" and "Fifth session", has the findings).
 //
 //   mpirun -np 2 tmashmem-small-msg-probe [reps]
 #include <cuda_runtime.h>
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(1024)
 // The tile pipeline: tile get of this PE's tile into shared memory, tile put of it into
 // the peer's tensor, `stages` deep, tile, stage and parity counted (the 64-bit division
 // and modulo of the first version of tools/perf/tile_kernels.cuh's loop cost 0.42 us per
-// tile, docs/performance.md "Small messages"). One thread per issuer: lane 0 of warps
+// tile, docs/runs.md "Small messages"). One thread per issuer: lane 0 of warps
 // 0..issuers-1, each with its own stages and mbarriers and its own share of the CTA's
 // tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
 // Each issuer may refill a stage once its put has read it (one put in flight behind).
