@@ -38,17 +38,15 @@ constexpr uint32_t kChunk = 4096, kChunks = 4, kLanes = 4;
 
 enum class Mode { OneThread, OneSync, FourLanes, LibOne, LibLanes, DoubleFull };
 
-// The chunks of one part, through `buf` (kChunk bytes) on mbarrier `bar`.
-__device__ void move_chunks(char* dst, const char* src, uint32_t buf, uint32_t bar) {
-  for (uint32_t k = 0; k < kChunks; ++k) {
-    mbarrier_arrive_expect_tx(bar, kChunk);
-    bulk_load(buf, src + size_t(k) * kChunk, kChunk, bar);
-    while (!mbarrier_try_wait_parity(bar, k & 1u)) {
-    }
-    bulk_store(dst + size_t(k) * kChunk, buf, kChunk);
-    bulk_commit();
-    bulk_wait<0>();
+// Chunk k of a part, through `buf` (kChunk bytes) on mbarrier `bar` (phase k).
+__device__ void move_chunk(char* dst, const char* src, uint32_t buf, uint32_t bar, uint32_t k) {
+  mbarrier_arrive_expect_tx(bar, kChunk);
+  bulk_load(buf, src + size_t(k) * kChunk, kChunk, bar);
+  while (!mbarrier_try_wait_parity(bar, k & 1u)) {
   }
+  bulk_store(dst + size_t(k) * kChunk, buf, kChunk);
+  bulk_commit();
+  bulk_wait<0>();
 }
 
 template <Mode kMode>
@@ -65,16 +63,7 @@ __global__ void probe_kernel(char* dst, const char* src) {
   const size_t part = size_t(kChunk) * kChunks;
   if constexpr (kMode == Mode::OneSync) {
     for (uint32_t k = 0; k < kChunks; ++k) {
-      if (t == 0) {
-        const uint32_t bar = smem_address(&bars[0]), buf = smem_address(bufs[0]);
-        mbarrier_arrive_expect_tx(bar, kChunk);
-        bulk_load(buf, src + size_t(k) * kChunk, kChunk, bar);
-        while (!mbarrier_try_wait_parity(bar, k & 1u)) {
-        }
-        bulk_store(dst + size_t(k) * kChunk, buf, kChunk);
-        bulk_commit();
-        bulk_wait<0>();
-      }
+      if (t == 0) move_chunk(dst, src, smem_address(bufs[0]), smem_address(&bars[0]), k);
       __syncthreads();
     }
   } else if constexpr (kMode == Mode::LibOne || kMode == Mode::LibLanes) {
@@ -112,7 +101,8 @@ __global__ void probe_kernel(char* dst, const char* src) {
       bulk_wait<0>();
     }
   } else if (t < lanes) {
-    move_chunks(dst + t * part, src + t * part, smem_address(bufs[t]), smem_address(&bars[t]));
+    for (uint32_t k = 0; k < kChunks; ++k)
+      move_chunk(dst + t * part, src + t * part, smem_address(bufs[t]), smem_address(&bars[t]), k);
   }
 }
 
