@@ -2,9 +2,11 @@
 // anything is enqueued), the symmetry check, the choice of CTAs, algorithm and copy
 // engine, and the launch through the device library's table
 // (runtime/collectives_kernels.h, device/collectives.cu), in the pattern of
-// runtime/on_stream.cpp. Nothing here synchronises the host or allocates device memory,
-// so every call can be captured into a CUDA graph: the kernel takes its arguments by
-// value and reads its epochs from the signal pad when it runs.
+// runtime/on_stream.cpp. Nothing here synchronises the host, and the only allocation is
+// the staging region of the first staged call (collective, on the heap: make one such call
+// before capturing a graph if the heap may have to grow), so every call can be captured
+// into a CUDA graph: the kernel takes its arguments by value and reads its epochs from the
+// signal pad when it runs.
 #include "tmashmem/collectives.h"
 
 #include <algorithm>
@@ -45,14 +47,9 @@ constexpr size_t kBulkSliceBytes = 64 * 1024;
 // broadcast whose non-roots announce to nobody.
 constexpr size_t kStagingBytes = size_t(4) << 20;
 constexpr size_t kStagedMaxPieceBytes = 256 * 1024;
-
-// This job's staging region: allocated by the first collective call after init.
-struct Staging {
-  uint64_t job_id = 0;
-  uint64_t heap_base = 0;
-  void* ptr = nullptr;
-};
-Staging g_staging;
+static_assert(kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * TMASHMEM_SIGNAL_PAD_COLL_PES) >=
+                  16,
+              "every (slot, parity, source PE) region of the staging holds a 16-byte unit");
 
 // What the public calls hand to `run`.
 struct Request {
@@ -111,37 +108,33 @@ int resolve_algo(int requested, size_t bytes, int n_pes) {
   return bytes <= limit ? TMASHMEM_ALLREDUCE_ONE_SHOT : TMASHMEM_ALLREDUCE_TWO_SHOT;
 }
 
-// COLLECTIVE (the caller made the symmetric check just before, on every PE): this job's
-// staging region, allocated on the first call.
-tmashmem_status_t staging(const char* call, void** out) {
-  Runtime& rt = runtime();
-  if (g_staging.ptr == nullptr || g_staging.job_id != rt.job_id ||
-      g_staging.heap_base != rt.heap.my_base()) {
-    void* p = nullptr;
+// COLLECTIVE: every PE reaches the first staged call with the same arguments (the symmetry
+// check just before agreed on them). This job's staging region, allocated by that call
+// (symmetric_alloc agrees on its own size once more); init's teardown forgets it.
+tmashmem_status_t staging(Runtime& rt, const char* call, void** out) {
+  if (rt.coll_staging == nullptr) {
     const std::string what = std::string(call) + " (the collectives' staging region)";
-    TMASHMEM_TRY(symmetric_alloc(what.c_str(), kStagingBytes, 256, false, {}, &p));
-    g_staging = Staging{rt.job_id, rt.heap.my_base(), p};
+    TMASHMEM_TRY(symmetric_alloc(what.c_str(), kStagingBytes, 256, false, {}, &rt.coll_staging));
   }
-  *out = g_staging.ptr;
+  *out = rt.coll_staging;
   return TMASHMEM_SUCCESS;
 }
 
-// Bytes of one (slot, parity, source PE) region of the staging (staged.cuh's
-// coll_staging_slot_bytes).
+// Bytes of one (slot, parity, source PE) region of the staging (the layout is staged.cuh's).
 size_t staging_slot_bytes(int n) {
   return kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * size_t(n)) / 16 * 16;
 }
 
 // CTAs for the staged form of a piece of `piece` bytes per peer: at least `ctas`, enough
-// that every CTA's slice fits its staging slot; 0 when the piece is not staged. `fixed`:
-// the caller chose the CTA count (n_sms), which then must do.
-int staged_ctas(const Request& q, int algo, int n, int ctas, bool fixed) {
+// that every CTA's slice fits its staging slot; 0 when the piece is not staged. A CTA count
+// the caller chose (n_sms) must do as it is.
+int staged_ctas(const Request& q, int algo, int n, int ctas) {
+  const bool fixed = q.n_sms > 0;
   const bool kind_ok = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall ||
                        q.kind == CollKind::Broadcast || q.kind == CollKind::ReduceScatter ||
                        (q.kind == CollKind::Allreduce && algo == TMASHMEM_ALLREDUCE_ONE_SHOT);
   if (!kind_ok || n < 2 || q.piece_bytes == 0 || q.piece_bytes > kStagedMaxPieceBytes) return 0;
   const size_t slot = staging_slot_bytes(n);
-  if (slot == 0) return 0;
   // coll_slice: ceil(units / ctas) 16-byte units per CTA.
   const size_t units = (q.piece_bytes + 15) / 16, per_slot = slot / 16;
   const size_t needed = (units + per_slot - 1) / per_slot;
@@ -206,7 +199,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     const int n = rt.bootstrap->size();
     const int algo = q.kind == CollKind::Allreduce ? resolve_algo(q.algo, q.per_pe_bytes, n) : 0;
     int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
-    const int staged = staged_ctas(q, algo, n, ctas, q.n_sms > 0);
+    const int staged = staged_ctas(q, algo, n, ctas);
     if (staged > 0) ctas = staged;
     // Every argument that decides what the kernels do, with pointers as heap offsets
     // (what agrees across PEs).
@@ -230,7 +223,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked));
     if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;  // nothing to move
     if (staged > 0) {
-      TMASHMEM_TRY(staging(q.call, &args.staging));
+      TMASHMEM_TRY(staging(rt, q.call, &args.staging));
       args.staged = 1;
       args.staging_slot_bytes = staging_slot_bytes(n);
     }

@@ -50,8 +50,8 @@ bool in_heap(const Runtime& rt, const void* p, size_t bytes) {
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // A symmetric operand `name`: [p, p + bytes) inside this PE's heap (`why`: what peers do with it).
-tmashmem_status_t check_symmetric(const Runtime& rt, const char* call, int me, const char* name,
-                                  const void* p, size_t bytes, const char* why) {
+tmashmem_status_t check_in_heap(const Runtime& rt, const char* call, int me, const char* name,
+                                const void* p, size_t bytes, const char* why) {
   if (in_heap(rt, p, bytes)) return TMASHMEM_SUCCESS;
   return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                    "%s: PE %d: %s [%p, +%zu bytes) is not inside the symmetric heap; allocate it "
@@ -59,15 +59,22 @@ tmashmem_status_t check_symmetric(const Runtime& rt, const char* call, int me, c
                    call, me, name, p, bytes, why);
 }
 
-// The workspace: `bytes`, 16-byte aligned inside this PE's heap; `sizing` names the call that
-// sizes it.
+// The call that sizes a workspace, with its arguments: `sizer(a, b, c)`. The message that
+// names it is formatted only when the check fails (the checks run on every call).
+struct WorkspaceSizer {
+  const char* sizer;
+  long long a, b;
+  int c;
+};
+
+// The workspace: `bytes`, 16-byte aligned inside this PE's heap.
 tmashmem_status_t check_workspace(const Runtime& rt, const char* call, int me, const void* ws,
-                                  size_t bytes, const std::string& sizing) {
+                                  size_t bytes, const WorkspaceSizer& sizing) {
   if (aligned16(ws) && in_heap(rt, ws, bytes)) return TMASHMEM_SUCCESS;
   return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                    "%s: PE %d: workspace [%p, +%zu bytes) must be 16-byte aligned inside the "
-                   "symmetric heap; allocate %s with tmashmem_calloc",
-                   call, me, ws, bytes, sizing.c_str());
+                   "symmetric heap; allocate %s(%lld, %lld, %d) with tmashmem_calloc",
+                   call, me, ws, bytes, sizing.sizer, sizing.a, sizing.b, sizing.c);
 }
 
 // The fused kernels need every PE on this node and load/store reachable. Under the lock.
@@ -91,10 +98,10 @@ tmashmem_status_t check_job(const Runtime& rt, const char* call, int max_pes) {
 }
 
 // Runs `launch` (an entry of the device library's fused table) with the runtime's device
-// current. A planner rejection (code -1) is INVALID_VALUE with the planner's sentence.
+// current. A planner rejection (code -1) is INVALID_VALUE with the planner's sentence. The
+// caller checked require_kernels under the lock (the table is registered once, statically).
 template <class Launch>
 tmashmem_status_t launch_fused(const char* call, int me, int ordinal, Launch launch) {
-  TMASHMEM_TRY(require_kernels(call));
   const StreamKernels* device = stream_kernels();
   int previous = -1;
   const CudaOutcome entered = device->enter_device(ordinal, &previous);
@@ -160,11 +167,10 @@ tmashmem_status_t matmul_reduce_scatter(const void* a, const void* b, void* c_sh
     const int64_t ms = m / n_pes;
     const size_t shard_bytes = static_cast<size_t>(((ms - 1) * ldc + n) * 2);
     TMASHMEM_TRY(
-        check_symmetric(rt, call, me, "c_shard", c_shard, shard_bytes, "peers write into it"));
-    TMASHMEM_TRY(check_workspace(
-        rt, call, me, workspace, rs_workspace_bytes(ms, n, n_pes, mode),
-        format_string("tmashmem_matmul_reduce_scatter_workspace_bytes(%lld, %lld, %d)",
-                      static_cast<long long>(m), static_cast<long long>(n), mode)));
+        check_in_heap(rt, call, me, "c_shard", c_shard, shard_bytes, "peers write into it"));
+    TMASHMEM_TRY(check_workspace(rt, call, me, workspace, rs_workspace_bytes(ms, n, n_pes, mode),
+                                 {"tmashmem_matmul_reduce_scatter_workspace_bytes",
+                                  static_cast<long long>(m), static_cast<long long>(n), mode}));
     args = MatmulReduceScatterCall{args.ctx, a,      b,   c_shard, workspace, int(m),
                                    int(n),   int(k), lda, ldb,     ldc,       mode};
     ordinal = rt.device_ordinal;
@@ -215,13 +221,12 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
                        "%s: PE %d: a_shard %p, b %p, c %p, a_gathered %p must be 16-byte aligned",
                        call, me, a_shard, b, c, a_gathered);
     const size_t shard_bytes = static_cast<size_t>(m_shard * k * 2);
-    TMASHMEM_TRY(check_symmetric(rt, call, me, "a_shard", a_shard, shard_bytes, "peers read it"));
+    TMASHMEM_TRY(check_in_heap(rt, call, me, "a_shard", a_shard, shard_bytes, "peers read it"));
     // (The public size function takes the lock itself: compute it here.)
     TMASHMEM_TRY(check_workspace(
         rt, call, me, workspace, workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr),
-        format_string("tmashmem_allgather_matmul_workspace_bytes(%lld, %lld, %d)",
-                      static_cast<long long>(m_shard), static_cast<long long>(k),
-                      a_gathered == nullptr ? 1 : 0)));
+        {"tmashmem_allgather_matmul_workspace_bytes", static_cast<long long>(m_shard),
+         static_cast<long long>(k), a_gathered == nullptr ? 1 : 0}));
     if (comm_sms < 0)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                        "%s: PE %d: comm_sms %d; pass 0 for the default or a positive count", call,

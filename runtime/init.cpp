@@ -178,6 +178,7 @@ void teardown(Runtime& rt) {
   rt.allocator.reset(0);
   rt.channel.close();
   rt.signal_pad = nullptr;
+  rt.coll_staging = nullptr;
   if (rt.set_current) driver().cuCtxSetCurrent(nullptr);
   if (rt.retained_primary) driver().cuDevicePrimaryCtxRelease(rt.device);
   rt.set_current = rt.retained_primary = false;

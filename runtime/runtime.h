@@ -51,6 +51,9 @@ struct Runtime {
   SymmetricHeap heap;
   OffsetAllocator allocator;
   void* signal_pad = nullptr;
+  // The on-stream collectives' staging region (runtime/collectives.cpp), allocated on the
+  // heap by the first staged call (nullptr: not yet).
+  void* coll_staging = nullptr;
 
   int first_local_pe = 0;
   int n_local_pes = 1;
