@@ -7,15 +7,12 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "device/cuda_outcome.h"
 #include "device/fused_launch.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 
 namespace tmashmem::device_fused {
 
 using AllgatherCfg = gemm::GemmConfig<256, 4, 1, __nv_bfloat16>;
-
-CudaOutcome outcome(cudaError_t error) { return cuda_outcome(error); }
 
 CudaOutcome rejected(const char* why) {
   CudaOutcome o;
@@ -38,17 +35,13 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
   p.comm_ctas = c.comm_sms;
   fused::AllgatherGemmPlan<AllgatherCfg> plan;
   if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) return rejected(why);
-  return outcome(fused::allgather_gemm_run(c.ctx, plan, stream));
+  return cuda_outcome(fused::allgather_gemm_run(c.ctx, plan, stream));
 }
 
 namespace {
 
-uint64_t allgather_signal_bytes(int64_t m_shard, int n_pes) {
-  return fused::allgather_gemm_workspace_bytes(m_shard, n_pes);
-}
-
-const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter, allgather_signal_bytes,
-                             reduce_scatter_bytes};
+const FusedKernels kFused = {allgather_matmul, matmul_reduce_scatter,
+                             fused::allgather_gemm_workspace_bytes, reduce_scatter_bytes};
 
 struct Registration {
   Registration() { register_fused_kernels(&kFused); }

@@ -6,11 +6,11 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "device/cuda_outcome.h"
 #include "runtime/fused_kernels.h"
 
 namespace tmashmem::device_fused {
 
-CudaOutcome outcome(cudaError_t error);
 CudaOutcome rejected(const char* why);
 CudaOutcome allgather_matmul(const AllgatherMatmulCall& call, CUstream stream);
 CudaOutcome matmul_reduce_scatter(const MatmulReduceScatterCall& call, CUstream stream);

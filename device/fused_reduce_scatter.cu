@@ -23,7 +23,7 @@ CudaOutcome plan_and_run(const MatmulReduceScatterCall& c, CUstream stream) {
   p.mode = Mode;
   fused::ReduceScatterPlan<Cfg, Mode> plan;
   if (const char* why = fused::reduce_scatter_plan(c.ctx, p, &plan)) return rejected(why);
-  return outcome(fused::reduce_scatter_run(c.ctx, plan, stream));
+  return cuda_outcome(fused::reduce_scatter_run(c.ctx, plan, stream));
 }
 
 }  // namespace

@@ -61,10 +61,6 @@ __device__ __noinline__ inline void coll_staging_trap(const Ctx& ctx, const char
   __trap();
 }
 
-}  // namespace detail
-
-namespace detail {
-
 // coll_begin for a staged step, with its staging guard overlapped: every thread reads the
 // slot's counter, and lane q of the first warp reads peer q's Ready entry right after it
 // (both loads in flight at once). Only when some peer has not yet stored Ready of the step

@@ -44,7 +44,8 @@ inline int64_t allgather_gemm_chunks(int64_t m_shard, int n_pes) {
   return (m_shard + 127) / 128 * n_pes;
 }
 
-/// Workspace bytes: per chunk a flag and a piece counter (runtime/fused.cpp mirrors this).
+/// Workspace bytes: per chunk a flag and a piece counter (the host half asks for this through
+/// the device library's table, runtime/fused_kernels.h).
 inline uint64_t allgather_gemm_workspace_bytes(int64_t m_shard, int n_pes) {
   return fused_workspace_bytes(2 * static_cast<uint64_t>(allgather_gemm_chunks(m_shard, n_pes)));
 }

@@ -75,9 +75,10 @@ __device__ __forceinline__ int rs_position(int owner, int src, int n_pes) {
   return (owner - 1 - src + 2 * n_pes) % n_pes;
 }
 
-/// The PE at position k of owner `owner`'s order (position n_pes - 1: the owner).
+/// The PE at position k of owner `owner`'s order (position n_pes - 1: the owner). The map
+/// k = owner - 1 - src (mod n_pes) is its own inverse, so this is rs_position again.
 __device__ __forceinline__ int rs_source_at(int owner, int k, int n_pes) {
-  return (owner - 1 - k + 2 * n_pes) % n_pes;
+  return rs_position(owner, k, n_pes);
 }
 
 /// Deterministic: the word, in the workspace of the PE that waits for it, that counts the

@@ -4,7 +4,7 @@
 //                    `batch`, first row `row0` in it, cluster row `cluster_row` over all
 //                    blocks, tile column `col`): an all-gather GEMM waits there until the
 //                    tile's rows of A have arrived (and fences the generic -> async proxy for
-//                    them); a deterministic reduce-scatter prefetches partial sums.
+//                    them); a reduce-scatter waits until the owner permits writes.
 //   input_map        the producer thread, per tile: which tensor map and which block
 //                    coordinate the rows of block `batch` of A are loaded from (an all-gather
 //                    GEMM reads its own block straight from the PE's shard).
@@ -13,8 +13,9 @@
 //                    sends block p to PE p's copy of C).
 //   epilogue         all 128 threads of a consumer warpgroup, per 64-row half of a tile:
 //                    returns true if it wrote the slab itself (a deterministic reduce-scatter
-//                    sums the other PEs' partials into its own rows there, through
-//                    epilogue_store with another output type), false for the engine's store.
+//                    waits there for the previous PE's partial of the half-tile in the owner's
+//                    staging, then TMA-adds its own with epilogue_store's reduce_add), false
+//                    for the engine's store.
 //   after_tile       the epilogue's issuing thread, after the last store of its 64-row half
 //                    of a tile has been committed (a deterministic reduce-scatter signals the
 //                    owner there once the stores are complete).
