@@ -59,7 +59,7 @@ t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTMASHMEM_WERROR=ON \
   ${SUITE_CUDA_FLAGS:+"-DCMAKE_CUDA_FLAGS=$SUITE_CUDA_FLAGS"} \
   ${NVSHMEM_HOME:+-DTMASHMEM_NVSHMEM_HOME=$NVSHMEM_HOME} >"$RESULTS/configure.log" 2>&1 &&
-  cmake --build "$BUILD_DIR" -j "$(nproc)" ${SUITE_TARGETS:+--target $SUITE_TARGETS} >"$RESULTS/build.log" 2>&1
+  cmake --build "$BUILD_DIR" -j "$(nproc)" ${SUITE_TARGETS:+--target tmashmem-info $SUITE_TARGETS} >"$RESULTS/build.log" 2>&1
 rc=$?
 summary+=("build: rc=$rc ($(($(date +%s) - t0)) s)")
 if [ $rc -ne 0 ]; then
@@ -167,10 +167,11 @@ if [ "$WHAT" = sanitize ]; then
   # an allocation of its own, so a bulk copy across a chunk boundary inside one tmashmem
   # block reads as out of bounds. 0 keeps the tests' default.
   export TMASHMEM_TEST_CHUNK_SIZE=${SANITIZE_CHUNK_SIZE:-0}
+  sanitize_log() { echo "$RESULTS/sanitize.$1.$(basename "${2%%:*}").log"; }  # TOOL ENTRY
   sanitize_one() {  # sanitize_one TOOL ENTRY
     local prog=${2%%:*} filter= log
     [ "$prog" != "$2" ] && filter=${2#*:}
-    log="$RESULTS/sanitize.$1.$(basename "$prog").log"
+    log=$(sanitize_log "$1" "$2")
     timeout "$(limit "${SANITIZE_LIMIT_S:-120}")" mpirun --oversubscribe --bind-to none -np 2 \
       -x TMASHMEM_MULTICAST -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
       -x TMASHMEM_TEST_STRESS_ROUNDS -x TMASHMEM_TEST_BARRIER_ROUNDS -x TMASHMEM_TEST_COLL_ROUNDS \
@@ -179,16 +180,17 @@ if [ "$WHAT" = sanitize ]; then
     echo "rc=$?" >>"$log"
   }
   IFS=';' read -r -a sanitize_entries <<<"${SANITIZE_TESTS:-$default_sanitize}"
-  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+  sanitize_tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck}
+  for tool in $sanitize_tools; do
     for entry in "${sanitize_entries[@]}"; do
       while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-1}" ]; do wait -n; done
       sanitize_one "$tool" "$entry" &
     done
   done
   wait
-  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+  for tool in $sanitize_tools; do
     for entry in "${sanitize_entries[@]}"; do
-      log="$RESULTS/sanitize.$tool.$(basename "${entry%%:*}").log"
+      log=$(sanitize_log "$tool" "$entry")
       # device-side reports (memory, races, barriers) apart from the CUDA API errors
       reports=$(grep -cE '^========= (Invalid|Misaligned|Error:|Warning:|Barrier error)' "$log")
       summary+=("sanitize $tool $(basename "${entry%%:*}"): $(tail -1 "$log") device reports: $reports; $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | sort -u | tr '\n' ' ')")

@@ -23,9 +23,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-KEY = ("runtime", "test", "op", "pes", "sms", "threads", "bytes")
+from perf import KEY, TIMED  # noqa: E402  (this script's folder is on sys.path)
+
 INTS = ("pes", "sms", "threads", "bytes")
-TIMED = {"pingpong", "msg_lat", "barrier"}
 BUS = {"allreduce": lambda n: 2.0 * (n - 1) / n, "broadcast": lambda n: 1.0}  # else (n-1)/n
 
 

@@ -5,7 +5,8 @@
 // timed repetitions. Beside the library's block put: its copy loop with and without the
 // barrier and the address computation, and a lean loop with explicit global-space
 // accesses (what a block-scope put can reach); the tile put pipeline with one and with
-// four issuing threads per CTA (docs/runs.md, "Small messages" and "Fifth session", has the findings).
+// four issuing threads per CTA (docs/runs.md, "Small messages" and "Fifth session", has the
+// findings).
 //
 //   mpirun -np 2 tmashmem-small-msg-probe [reps]
 #include <cuda_runtime.h>
@@ -20,20 +21,9 @@
 #include "tmashmem/device.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/tile_kernels.cuh"
 
 namespace {
-
-void die(const std::string& what) {
-  std::fprintf(stderr, "small-msg-probe: %s\n", what.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-void cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
-}
-void check_tm(tmashmem_status_t s, const char* what) {
-  if (s != TMASHMEM_SUCCESS) die(std::string(what) + ": " + tmashmem_last_error());
-}
 
 // The block-put variants, in kBlockNames' order. The plain copy is tools/perf's own
 // (sm_copy_kernel), the reference of the bandwidth rows.
@@ -151,66 +141,52 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
   for (uint32_t s = 0; s < stages; ++s) bars[s].inval();
 }
 
-struct View {
-  tmashmem_tensor_t t = nullptr;
-  tmashmem_tensor_handle_t h{};
-  View(void* p, size_t bytes, uint32_t row_bytes, uint32_t box_rows) {
-    tmashmem_tensor_desc_t d;
-    const uint64_t dims[2] = {row_bytes / 4, bytes / row_bytes};
-    const uint32_t box[2] = {row_bytes / 4, box_rows};
-    check_tm(tmashmem_tensor_desc_init(&d, TMASHMEM_DTYPE_U32, 2, dims, box), "desc_init");
-    d.l2_promotion = TMASHMEM_L2_PROMOTION_256B;
-    check_tm(tmashmem_tensor_view(p, &d, &t), "tensor_view");
-    check_tm(tmashmem_tensor_handle(t, &h), "tensor_handle");
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const int reps = argc > 1 ? std::atoi(argv[1]) : 7;
-  check_tm(tmashmem_init(), "tmashmem_init");
+  perf::tm_check(tmashmem_init(), "tmashmem_init");
   const int me = tmashmem_my_pe(), npes = tmashmem_n_pes();
   const int pe = npes > 1 ? 1 : 0;
-  cuda(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
+  PERF_CUDA(cudaSetDevice(tmashmem_device()));
   int sms_all = 0;
-  cuda(cudaDeviceGetAttribute(&sms_all, cudaDevAttrMultiProcessorCount, tmashmem_device()), "sms");
+  PERF_CUDA(cudaDeviceGetAttribute(&sms_all, cudaDevAttrMultiProcessorCount, tmashmem_device()));
   const size_t max_bytes = size_t(1) << 20, guard = 4096;
   char* src = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
   char* dst = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
-  if (!src || !dst) die("tmashmem_malloc");
+  if (!src || !dst) perf::die("tmashmem_malloc");
   // Tile views: rows of 1 KiB, 4 and 8 KiB tiles (the sizes that came closest to the plain
   // copy with one issuer; 0.5-2 KiB tiles and 32 KiB tiles stayed below 0.75).
   struct Shape {
     uint32_t row, rows;
   };
   const std::vector<Shape> shapes = {{1024, 4}, {1024, 8}};
-  std::vector<View> sv, dv;
+  std::vector<perf::TileView> sv, dv;
   for (const Shape& s : shapes) {
     sv.emplace_back(src, max_bytes, s.row, s.rows);
     dv.emplace_back(dst, max_bytes, s.row, s.rows);
   }
   tmashmem_ctx_t ctx;
-  check_tm(tmashmem_device_ctx(&ctx), "device_ctx");
+  perf::tm_check(tmashmem_device_ctx(&ctx), "device_ctx");
   char* peer_dst = static_cast<char*>(tmashmem_ptr(dst, pe));
-  check_tm(tmashmem_barrier_all(), "barrier");
+  perf::tm_check(tmashmem_barrier_all(), "barrier");
   int failures = 0;
   if (me == 0) {
     std::vector<unsigned char> host(max_bytes), back(max_bytes + guard);
     for (size_t i = 0; i < max_bytes; ++i) host[i] = static_cast<unsigned char>(i * 131 + (i >> 9));
-    cuda(cudaMemcpy(src, host.data(), max_bytes, cudaMemcpyHostToDevice), "fill");
+    PERF_CUDA(cudaMemcpy(src, host.data(), max_bytes, cudaMemcpyHostToDevice));
     int* error = nullptr;
-    cuda(cudaMalloc(&error, sizeof(int)), "malloc");
-    cuda(cudaMemset(error, 0, sizeof(int)), "memset");
+    PERF_CUDA(cudaMalloc(&error, sizeof(int)));
+    PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
     cudaStream_t st;
-    cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    PERF_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     cudaEvent_t a, b;
-    cuda(cudaEventCreate(&a), "event");
-    cuda(cudaEventCreate(&b), "event");
+    PERF_CUDA(cudaEventCreate(&a));
+    PERF_CUDA(cudaEventCreate(&b));
     const int max_smem = 200 * 1024;
     auto allow_smem = [&](auto k) {
-      cuda(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem), "attr");
+      PERF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
     };
     allow_smem(tile_kernel);
     std::printf(
@@ -226,16 +202,16 @@ int main(int argc, char** argv) {
       for (int sms : sm_list) {
         double plain_gbps = 0;
         auto run = [&](const std::string& what, auto&& launch) {
-          cuda(cudaMemsetAsync(peer_dst, 0xA5, bytes + guard, st), "poison");
+          PERF_CUDA(cudaMemsetAsync(peer_dst, 0xA5, bytes + guard, st));
           launch(iters / 10);  // warm-up
           std::vector<double> us;
           for (int r = 0; r < reps; ++r) {
-            cuda(cudaEventRecord(a, st), "record");
+            PERF_CUDA(cudaEventRecord(a, st));
             launch(iters);
-            cuda(cudaEventRecord(b, st), "record");
-            cuda(cudaEventSynchronize(b), what.c_str());
+            PERF_CUDA(cudaEventRecord(b, st));
+            perf::cuda_check(cudaEventSynchronize(b), what.c_str(), __FILE__, __LINE__);
             float ms = 0;
-            cuda(cudaEventElapsedTime(&ms, a, b), "elapsed");
+            PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
             us.push_back(1000.0 * ms / iters);
           }
           std::sort(us.begin(), us.end());
@@ -243,9 +219,9 @@ int main(int argc, char** argv) {
           const double gbps = bytes / (t * 1e3);
           if (plain_gbps == 0) plain_gbps = gbps;
           int err = 0;
-          cuda(cudaMemcpy(&err, error, sizeof(int), cudaMemcpyDeviceToHost), "error");
-          cuda(cudaMemset(error, 0, sizeof(int)), "error reset");
-          cuda(cudaMemcpy(back.data(), peer_dst, bytes + guard, cudaMemcpyDeviceToHost), "back");
+          PERF_CUDA(cudaMemcpy(&err, error, sizeof(int), cudaMemcpyDeviceToHost));
+          PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
+          PERF_CUDA(cudaMemcpy(back.data(), peer_dst, bytes + guard, cudaMemcpyDeviceToHost));
           bool ok = err == 0 && std::memcmp(back.data(), host.data(), bytes) == 0;
           for (size_t i = bytes; i < bytes + guard; ++i) ok = ok && back[i] == 0xA5;
           if (!ok) ++failures;
@@ -257,12 +233,12 @@ int main(int argc, char** argv) {
           const char* name = kBlockNames[static_cast<int>(V)];
           run(name, [&](long it) {
             block_kernel<V><<<sms, 1024, 0, st>>>(ctx, dst, peer_dst, src, bytes, pe, it);
-            cuda(cudaGetLastError(), name);
+            PERF_LAUNCHED(name);
           });
         };
         run("plain", [&](long it) {
           perf::sm_copy_kernel<<<sms, 1024, 0, st>>>(peer_dst, src, bytes, it);
-          cuda(cudaGetLastError(), "sm_copy_kernel");
+          PERF_LAUNCHED("sm_copy_kernel");
         });
         block(std::integral_constant<Block, Block::Library>{});
         block(std::integral_constant<Block, Block::CopyLoop>{});
@@ -279,9 +255,9 @@ int main(int argc, char** argv) {
             char label[64];
             std::snprintf(label, sizeof label, "tile_%uB_x%u", tile, issuers);
             run(label, [&](long it) {
-              tile_kernel<<<sms, 32 * issuers, smem, st>>>(sv[v].h, me, dv[v].h, pe, tiles, stages,
-                                                           it, 2000000000ull, error);
-              cuda(cudaGetLastError(), label);
+              tile_kernel<<<sms, 32 * issuers, smem, st>>>(sv[v].handle, me, dv[v].handle, pe,
+                                                           tiles, stages, it, 2000000000ull, error);
+              PERF_LAUNCHED(label);
             });
           }
         }
@@ -290,10 +266,10 @@ int main(int argc, char** argv) {
     std::printf("# %d failed checks\n", failures);
   }
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  check_tm(tmashmem_barrier_all(), "barrier");
+  perf::tm_check(tmashmem_barrier_all(), "barrier");
   for (size_t v = 0; v < shapes.size(); ++v) {
-    check_tm(tmashmem_tensor_destroy(sv[v].t), "destroy");
-    check_tm(tmashmem_tensor_destroy(dv[v].t), "destroy");
+    sv[v].destroy();
+    dv[v].destroy();
   }
   tmashmem_free(dst);
   tmashmem_free(src);
