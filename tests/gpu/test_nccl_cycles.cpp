@@ -60,9 +60,8 @@ std::string cycle(ncclComm_t comm, int round) {
 
 TEST_CASE(
     "NCCL bootstrap: 100 init/finalize cycles leave nothing behind; the comm stays the user's") {
-  int devices = 0, size = 1, rank = 0, version = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int devices = 0, version = 0;
+  const int size = tmashmem_test::mpi_size(), rank = tmashmem_test::mpi_rank();
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < size) {
     tmashmem_test::mark_skipped("NCCL bootstrap cycles need one GPU per PE (" +
                                 std::to_string(size) + " PE(s), " + std::to_string(devices) +

@@ -519,7 +519,7 @@ TEST_CASE(
       }
     }
     CHECK(all_ranks(ok));
-      ok &= sync_and_barrier();
+    ok &= sync_and_barrier();
   }
   cudaStreamDestroy(stream);
   cudaFree(seed);

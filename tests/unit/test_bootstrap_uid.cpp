@@ -179,14 +179,9 @@ int rank_cycles() {
     g_failures += tmashmem_test::run_init_cycle(cycle, small_attr(), &init_ms);
     emu::Counts c = emu::counts();
     EXPECT(c.allocations == 0 && c.mappings == 0 && c.reservations == 0 && c.open_memfds == 0);
-    if (count_fds() != fds || count_threads() != threads) {
-      std::printf("cycle %d: %d fds (before %d), %d threads (before %d)\n", cycle, count_fds(), fds,
-                  count_threads(), threads);
-      ++g_failures;
-    }
+    g_failures += tmashmem_test::leaked_in_cycle(cycle, fds, threads);
   }
   EXPECT(cycles == 100);
-  unsetenv("TMASHMEM_FD_SOCKET");
   EXPECT(count_tmp_sockets() == files);
   EXPECT(files == 0);
   unsetenv("TMPDIR");

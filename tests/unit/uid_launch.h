@@ -1,5 +1,6 @@
 // Starting the PEs of a unique-id job as plain processes (fork + exec of this test
-// program, no mpiexec), and collecting what they did. Used by test_bootstrap_uid.
+// program, no mpiexec), and collecting what they did. Used by test_bootstrap_uid and
+// test_debug_checks.
 #pragma once
 
 #include <string>
@@ -38,6 +39,5 @@ using tmashmem_test::count_fds;
 using tmashmem_test::count_threads;
 // Filesystem sockets; the launcher's own scratch directories ("tmashmem-uid-test...") are not.
 inline int count_tmp_sockets() { return tmashmem_test::count_tmp_sockets("tmashmem-uid-test"); }
-
 
 }  // namespace uid_test

@@ -737,7 +737,6 @@ CUresult emu_cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
 
 // -- Virtual memory management
 
-// Checks a CUmemAllocationProp the way cuMemCreate and the granularity query do.
 // Requested handle types this machine can export: no Windows handles, and POSIX fds or
 // fabric handles only where the options say the device supports them.
 CUresult check_handle_types(const State& s, unsigned types) {
@@ -750,6 +749,7 @@ CUresult check_handle_types(const State& s, unsigned types) {
   return CUDA_SUCCESS;
 }
 
+// Checks a CUmemAllocationProp the way cuMemCreate and the granularity query do.
 CUresult check_prop(const State& s, const CUmemAllocationProp* prop) {
   if (!prop) return CUDA_ERROR_INVALID_VALUE;
   if (!s.options.vmm_supported) return CUDA_ERROR_NOT_SUPPORTED;
