@@ -3,9 +3,7 @@
 // bootstrap it starts is decided in runtime/bootstrap_select.cpp.
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
