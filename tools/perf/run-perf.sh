@@ -152,10 +152,10 @@ if ls "$RESULTS"/tune/*.csv >/dev/null 2>&1; then
   done | tee "$RESULTS/tune/summary.txt"
 fi
 merged=$(ls "$RESULTS"/perf_*.csv 2>/dev/null | grep -v '\.launches\.csv$')
-if python3 "$HERE/plot.py" --out "$RESULTS/plots" $merged >"$RESULTS/plot.log" 2>&1; then
+if python3 "$HERE/perf.py" plot $merged --out "$RESULTS/plots" >"$RESULTS/plot.log" 2>&1; then
   cat "$RESULTS/plots/summary.txt" 2>/dev/null
 else
-  failed+=("plot.py")
+  failed+=("perf.py plot")
   tail -20 "$RESULTS/plot.log"
 fi
 if [ ${#failed[@]} -gt 0 ]; then
