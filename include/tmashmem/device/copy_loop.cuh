@@ -114,5 +114,33 @@ __device__ __forceinline__ void copy_bytes(char* dst, const char* src, size_t n,
   }
 }
 
+// True when a thread of the calling warp (block rank `rank`) may have work in a
+// copy_bytes/block_copy_bytes of n bytes shared by the block: warp 0 (head and tail) or a
+// warp whose first thread's 16-byte unit starts before n. A warp past the end skips the
+// call's whole setup: a block-scope call's latency is its slowest warp's setup, and every
+// idle warp's instructions take issue slots from the warps that copy.
+__device__ __forceinline__ bool warp_may_copy(unsigned rank, size_t n) {
+  const unsigned first = rank & ~31u;
+  return first == 0 || (size_t(first) << 4) < n;
+}
+
+// copy_bytes for a whole block (same arguments). When both ends are 16-byte aligned and
+// no thread has more than four units (block puts and gets up to 64 KiB per 1024-thread
+// block), one unit per step with 32-bit indices: the shortest setup, and faster there than
+// four loads in flight (docs/runs.md, "Sixth session"). Larger copies keep copy_units'
+// four loads in flight.
+__device__ __forceinline__ void block_copy_bytes(char* dst, const char* src, size_t n,
+                                                 unsigned rank, unsigned count) {
+  const size_t units = n >> 4;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15u) == 0 &&
+      units <= 4 * size_t(count)) {
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    for (unsigned i = rank; i < static_cast<unsigned>(units); i += count) d[i] = s[i];
+    return;
+  }
+  copy_bytes(dst, src, n, rank, count);
+}
+
 }  // namespace detail
 }  // namespace tmashmem

@@ -117,9 +117,12 @@ __device__ __forceinline__ void putmem_warp(const Ctx& ctx, void* dest, const vo
 /// __syncthreads(), after which any thread may reuse `src`.
 __device__ __forceinline__ void putmem_block(const Ctx& ctx, void* dest, const void* src,
                                              size_t bytes, int pe) {
-  char* remote = detail::peer_address(ctx, static_cast<char*>(dest), pe, bytes, "put_block");
-  detail::copy_bytes(remote, static_cast<const char*>(src), bytes, detail::block_thread_rank(),
-                     detail::block_thread_count());
+  const unsigned rank = detail::block_thread_rank();
+  if (detail::warp_may_copy(rank, bytes)) {
+    char* remote = detail::peer_address(ctx, static_cast<char*>(dest), pe, bytes, "put_block");
+    detail::block_copy_bytes(remote, static_cast<const char*>(src), bytes, rank,
+                             detail::block_thread_count());
+  }
   __syncthreads();
 }
 
@@ -147,10 +150,13 @@ __device__ __forceinline__ void getmem_warp(const Ctx& ctx, void* dest, const vo
 /// sees all of `dest`.
 __device__ __forceinline__ void getmem_block(const Ctx& ctx, void* dest, const void* src,
                                              size_t bytes, int pe) {
-  const char* remote =
-      detail::peer_address(ctx, static_cast<const char*>(src), pe, bytes, "get_block");
-  detail::copy_bytes(static_cast<char*>(dest), remote, bytes, detail::block_thread_rank(),
-                     detail::block_thread_count());
+  const unsigned rank = detail::block_thread_rank();
+  if (detail::warp_may_copy(rank, bytes)) {
+    const char* remote =
+        detail::peer_address(ctx, static_cast<const char*>(src), pe, bytes, "get_block");
+    detail::block_copy_bytes(static_cast<char*>(dest), remote, bytes, rank,
+                             detail::block_thread_count());
+  }
   __syncthreads();
 }
 

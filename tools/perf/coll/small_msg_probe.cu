@@ -33,74 +33,9 @@ enum class Block {
   CopySync,   // copy_bytes on the precomputed peer pointer + barrier (putmem_block less ptr())
   UnitsSync,  // the aligned loop alone (detail::copy_units) + barrier
   GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
-  Exit,       // candidate: warps with no unit skip address and copy, then putmem_block's body
-  Exit32,     // candidate: Exit with a 32-bit index loop for the aligned case
-  Lean,       // candidate: ptr(), then one unit per step (32-bit index) when aligned
-  LeanExit,   // candidate: Lean behind Exit's warp test
-  LeanNoCheck,  // Lean with the address as a bare multiply-add (no reachability select)
 };
-const char* const kBlockNames[] = {"putmem_block",      "copy_bytes",   "copy_bytes+sync",
-                                   "copy_units+sync",   "ld/st.global+sync", "exit+copy_bytes",
-                                   "exit+units32", "lean", "lean+exit", "lean-nocheck"};
-
-// copy_units with 32-bit indices (units < 2^31): four loads in flight, then the rest.
-__device__ __forceinline__ void copy_units32(uint4* d, const uint4* s, unsigned units,
-                                             unsigned rank, unsigned count) {
-  unsigned i = rank;
-  for (; i + 3 * count < units; i += 4 * count) {
-    const uint4 a = s[i], b = s[i + count], e = s[i + 2 * count], f = s[i + 3 * count];
-    d[i] = a;
-    d[i + count] = b;
-    d[i + 2 * count] = e;
-    d[i + 3 * count] = f;
-  }
-  for (; i < units; i += count) d[i] = s[i];
-}
-
-// One unit per step with 32-bit indices when everything is 16-byte aligned (units < 2^31),
-// the library's copy loop otherwise. kExit: Exit's warp test first; kCheck: ptr() (with
-// its reachability select) rather than the bare multiply-add.
-template <bool kExit, bool kCheck>
-__device__ __forceinline__ void lean_put_block(const tmashmem_ctx_t& ctx, char* dest,
-                                               const char* src, size_t bytes, int pe) {
-  const unsigned rank = tmashmem::detail::block_thread_rank();
-  if (!kExit || (rank & ~31u) == 0 || (size_t(rank & ~31u) << 4) < bytes) {
-    const unsigned count = tmashmem::detail::block_thread_count();
-    char* remote = kCheck ? tmashmem::ptr(ctx, dest, pe)
-                          : dest + int64_t(pe - ctx.my_pe) * int64_t(ctx.peer_stride);
-    if (((reinterpret_cast<uintptr_t>(remote) | reinterpret_cast<uintptr_t>(src) | bytes) &
-         15u) == 0 && bytes < (size_t(1) << 35)) {
-      const unsigned units = static_cast<unsigned>(bytes >> 4);
-      uint4* d = reinterpret_cast<uint4*>(remote);
-      const uint4* s = reinterpret_cast<const uint4*>(src);
-      for (unsigned i = rank; i < units; i += count) d[i] = s[i];
-    } else {
-      tmashmem::detail::copy_bytes(remote, src, bytes, rank, count);
-    }
-  }
-  __syncthreads();
-}
-
-// The candidate block put: a warp none of whose threads has a 16-byte unit of the body
-// (the first thread's unit starts past the end) and that is not warp 0 (head and tail)
-// skips everything up to the barrier; the block's cost per call is what all its warps issue.
-template <bool k32>
-__device__ __forceinline__ void candidate_put_block(const tmashmem_ctx_t& ctx, char* dest,
-                                                    const char* src, size_t bytes, int pe) {
-  const unsigned rank = tmashmem::detail::block_thread_rank();
-  const unsigned first = rank & ~31u;
-  if (first == 0 || (size_t(first) << 4) < bytes) {
-    char* remote = tmashmem::detail::peer_address(ctx, dest, pe, bytes, "put_block");
-    const unsigned count = tmashmem::detail::block_thread_count();
-    if (k32 && ((reinterpret_cast<uintptr_t>(remote) | reinterpret_cast<uintptr_t>(src) | bytes) &
-                15u) == 0 && bytes < (size_t(1) << 35))
-      copy_units32(reinterpret_cast<uint4*>(remote), reinterpret_cast<const uint4*>(src),
-                   static_cast<unsigned>(bytes >> 4), rank, count);
-    else
-      tmashmem::detail::copy_bytes(remote, src, bytes, rank, count);
-  }
-  __syncthreads();
-}
+const char* const kBlockNames[] = {"putmem_block", "copy_bytes", "copy_bytes+sync",
+                                   "copy_units+sync", "ld/st.global+sync"};
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
   const size_t units = n / 16, stride = blockDim.x;
@@ -141,12 +76,6 @@ __global__ void __launch_bounds__(1024)
       __syncthreads();
     }
     if constexpr (V == Block::GlobalPtx) global_ptx_copy(dp, sp, n);
-    if constexpr (V == Block::Exit) candidate_put_block<false>(ctx, dst_sym + r.begin, sp, n, pe);
-    if constexpr (V == Block::Exit32) candidate_put_block<true>(ctx, dst_sym + r.begin, sp, n, pe);
-    if constexpr (V == Block::Lean) lean_put_block<false, true>(ctx, dst_sym + r.begin, sp, n, pe);
-    if constexpr (V == Block::LeanExit) lean_put_block<true, true>(ctx, dst_sym + r.begin, sp, n, pe);
-    if constexpr (V == Block::LeanNoCheck)
-      lean_put_block<false, false>(ctx, dst_sym + r.begin, sp, n, pe);
   }
 }
 
@@ -156,9 +85,8 @@ __global__ void __launch_bounds__(1024)
 // tile, docs/runs.md "Small messages"). One thread per issuer: lane 0 of warps
 // 0..issuers-1, each with its own stages and mbarriers and its own share of the CTA's
 // tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
-// Each issuer refills the stage of the put kDepth behind its newest once that put has read
-// it, so kDepth + 1 puts are in flight (kDepth 1 is tile_kernels.cuh's loop).
-template <uint32_t kDepth>
+// Each issuer may refill a stage once its put has read it (one put in flight behind; more
+// in flight, 4 or 16, measured the same: docs/runs.md, "Sixth session").
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
@@ -203,8 +131,8 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
       return;
     }
     tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), base + size_t(stage) * box_bytes);
-    if (k >= kDepth && issued < total) {
-      tmashmem::bulk_wait_group_read<kDepth>();
+    if (k >= 1 && issued < total) {
+      tmashmem::bulk_wait_group_read<1>();
       get_next();
     }
     if (++put_tile == n) put_tile = 0;
@@ -261,9 +189,7 @@ int main(int argc, char** argv) {
     auto allow_smem = [&](auto k) {
       PERF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
     };
-    allow_smem(tile_kernel<1>);
-    allow_smem(tile_kernel<4>);
-    allow_smem(tile_kernel<16>);
+    allow_smem(tile_kernel);
     std::printf(
         "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 or 4 issuing threads "
         "(tile) per CTA, "
@@ -320,11 +246,6 @@ int main(int argc, char** argv) {
         block(std::integral_constant<Block, Block::CopySync>{});
         block(std::integral_constant<Block, Block::UnitsSync>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});
-        block(std::integral_constant<Block, Block::Exit>{});
-        block(std::integral_constant<Block, Block::Exit32>{});
-        block(std::integral_constant<Block, Block::Lean>{});
-        block(std::integral_constant<Block, Block::LeanExit>{});
-        block(std::integral_constant<Block, Block::LeanNoCheck>{});
         for (size_t v = 0; v < shapes.size(); ++v) {
           const uint32_t tile = shapes[v].row * shapes[v].rows;
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
@@ -332,20 +253,13 @@ int main(int argc, char** argv) {
             const uint32_t stages =
                 std::min<uint32_t>(32, std::max<uint32_t>(4, 196608 / (tile * issuers)));
             const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
-            auto tile_row = [&](auto depth) {
-              constexpr uint32_t D = decltype(depth)::value;
-              if (stages <= D) return;
-              char label[64];
-              std::snprintf(label, sizeof label, "tile_%uB_x%u_d%u", tile, issuers, D);
-              run(label, [&](long it) {
-                tile_kernel<D><<<sms, 32 * issuers, smem, st>>>(
-                    sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error);
-                PERF_LAUNCHED(label);
-              });
-            };
-            tile_row(std::integral_constant<uint32_t, 1>{});
-            tile_row(std::integral_constant<uint32_t, 4>{});
-            tile_row(std::integral_constant<uint32_t, 16>{});
+            char label[64];
+            std::snprintf(label, sizeof label, "tile_%uB_x%u", tile, issuers);
+            run(label, [&](long it) {
+              tile_kernel<<<sms, 32 * issuers, smem, st>>>(sv[v].handle, me, dv[v].handle, pe,
+                                                           tiles, stages, it, 2000000000ull, error);
+              PERF_LAUNCHED(label);
+            });
           }
         }
       }

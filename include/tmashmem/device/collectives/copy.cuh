@@ -80,7 +80,8 @@ __device__ __forceinline__ void coll_copy_block(void* dst, const void* src, size
   // Bulk copies need source and destination equal mod 16 (else bulk_copy would fall back
   // to one thread per issuer): the whole CTA copies instead.
   if (how == CollCopy::Sm || share < kCollMinScratchPerIssuer || !congruent) {
-    detail::copy_bytes(static_cast<char*>(dst), static_cast<const char*>(src), n, tid, threads);
+    detail::block_copy_bytes(static_cast<char*>(dst), static_cast<const char*>(src), n, tid,
+                             threads);
     return;
   }
   if ((tid & 31u) != 0 || tid / 32 >= issuers) return;

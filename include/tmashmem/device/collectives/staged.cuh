@@ -115,8 +115,8 @@ namespace detail {
 
 // Every thread's part of a CTA copy with the SMs (pieces here are at most slot_bytes).
 __device__ __forceinline__ void coll_sm_copy(void* dst, const void* src, size_t n) {
-  copy_bytes(static_cast<char*>(dst), static_cast<const char*>(src), n, block_thread_rank(),
-             block_thread_count());
+  block_copy_bytes(static_cast<char*>(dst), static_cast<const char*>(src), n, block_thread_rank(),
+                   block_thread_count());
 }
 
 // The gathering collectives' staged step: my piece for q is src + q * src_stride (slice s
