@@ -9,7 +9,7 @@
 
 #include "tmashmem/device.cuh"
 #include "tmashmem/tmashmem.h"
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/harness.cuh"
 
 namespace perf {
 

@@ -5,8 +5,8 @@
 // attr.nccl_comm, rows "tmashmem-nccl").
 //
 // The CUDA context is created before timing and the bootstrap's set-up (NVSHMEM's unique id)
-// and the NCCL communicator are untimed, so the figure is the runtime's own cost. Every repetition writes and checks
-// the allocation through a peer mapping, so a lazy runtime cannot score.
+// and the NCCL communicator are untimed, so the figure is the runtime's own cost. Every repetition
+// writes and checks the allocation through a peer mapping, so a lazy runtime cannot score.
 //   mpirun -np N bench_init[_nvshmem|_nccl] [reps=10] [bytes=1G]
 // NCCL up to 2.29 refuses two ranks on one GPU: bench_init_nccl with more PEs than GPUs
 // prints a skip line and exits 0 unless NCCL_MULTI_RANK_GPU_ENABLE=1 is set (NCCL 2.30 on).
@@ -16,6 +16,7 @@
 #include <nccl.h>
 #endif
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -30,6 +31,17 @@ using namespace perf;
 
 namespace {
 
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The slowest PE's value (what a job waits for). COLLECTIVE.
+double slowest(double mine) {
+  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return mine;
+}
+
 #ifdef PERF_NCCL_BOOTSTRAP
 constexpr const char* kRowName = "tmashmem-nccl";
 ncclComm_t g_comm = nullptr;  // the application's communicator: made once, untimed
@@ -42,9 +54,10 @@ bool make_comm(int rank, int size) {
   const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   if (size > devices && !(multi && std::atoi(multi) == 1)) {
     if (rank == 0)
-      std::printf("bench_init_nccl: skipped at %d PEs: NCCL %d refuses two ranks on one GPU "
-                  "(%d GPU(s); NCCL 2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
-                  size, version, devices);
+      std::printf(
+          "bench_init_nccl: skipped at %d PEs: NCCL %d refuses two ranks on one GPU "
+          "(%d GPU(s); NCCL 2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
+          size, version, devices);
     return false;
   }
   ncclUniqueId id;

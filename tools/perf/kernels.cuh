@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/harness.cuh"
 
 namespace perf {
 

@@ -1,7 +1,7 @@
 // tmashmem-perf and perf_nvshmem, one source: each runtime's communication measured beside
 // the copy engine and plain SM copies in the same run, with the same tests, kernels, checks,
 // table and CSV columns. PERF_NVSHMEM selects NVSHMEM's backend (nvshmem/backend.cuh),
-// otherwise tmashmem's. See perf_common.h for the command line, or --help.
+// otherwise tmashmem's. See harness.cuh for the command line, or --help.
 //
 // Every timed loop is followed by a check of its destination (poisoned before the loop,
 // compared with the source pattern after it, guard bytes after it untouched): a fast wrong
@@ -45,14 +45,18 @@ int main(int argc, char** argv) {
 
   using Test = int (*)(const Options&, Report&, int);
   const std::pair<const char*, Test> tests[] = {
-      {"ceiling", test_ceiling},   {"bw", test_bw},
-      {"mcast", test_mcast},       {"msg", test_msg},
-      {"pingpong", test_pingpong}, {"barrier", test_barrier},
+    {"bw", test_bw},
+#if PERF_TMASHMEM
+    {"mcast", test_mcast},
+#endif
+    {"msg", test_msg},
+    {"pingpong", test_pingpong},
+    {"barrier", test_barrier},
   };
   int failures = 0;
-  bool known = opt.test == "all";
+  bool known = false;
   for (const auto& [name, test] : tests) {
-    if (opt.test != "all" && opt.test != name) continue;
+    if (opt.test != name) continue;
     known = true;
     failures += test(opt, report, device_sms);
   }

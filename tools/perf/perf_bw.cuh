@@ -1,4 +1,4 @@
-// The ceiling, bandwidth and multicast tests of tmashmem-perf and perf_nvshmem. bw: PE 0
+// The bandwidth and multicast tests of tmashmem-perf and perf_nvshmem. bw: PE 0
 // putting into / getting from PE 1 (itself with one PE) beside the copy engine and a plain
 // SM copy, over sizes and SM counts. mcast (tmashmem): multicast_store to every reachable
 // PE beside one putmem_block per PE and a hand-written store fan-out, same sizes, same
@@ -11,27 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "tools/perf/harness.cuh"
 #include "tools/perf/kernels.cuh"
-#include "tools/perf/perf_driver.cuh"
 
 namespace perf {
 
 using Run = std::function<void(cudaStream_t, int ctas, size_t bytes, long iters, size_t off)>;
-
-inline int test_ceiling(const Options& opt, Report& report, int) {
-  report.table_header("ceiling (256 MiB copies, rank 0)");
-  for (const double gbps : {report.d2d_gbps, report.peer_gbps}) {
-    if (gbps <= 0) continue;
-    Row r("ceiling", gbps == report.d2d_gbps ? "memcpy_d2d" : "memcpy_peer", 0, 0,
-          size_t(256) << 20, 4);
-    r.reps = opt.reps;
-    const double us = double(r.bytes) / (gbps * 1e3);
-    r.time_us = {us, us, us};
-    r.check = "ok";
-    report.add(r);
-  }
-  return 0;
-}
 
 // A case of the bandwidth tests: SM-driven with `threads` per CTA at every SM count, or
 // (threads 0) the copy engine, timed with the stream held, at most 200 copies.
@@ -252,11 +237,6 @@ inline int test_mcast(const Options& opt, Report& report, int device_sms) {
   Runtime::free(dst);
   Runtime::free(src);
   return failures;
-}
-#else
-inline int test_mcast(const Options&, Report&, int) {
-  if (mpi_rank() == 0) std::printf("# mcast: tmashmem's multicast calls only; skipped\n");
-  return 0;
 }
 #endif
 

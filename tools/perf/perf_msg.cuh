@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/perf/harness.cuh"
 #include "tools/perf/kernels.cuh"
-#include "tools/perf/perf_driver.cuh"
 
 namespace perf {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "tools/perf/perf_cuda.cuh"
+#include "tools/perf/harness.cuh"
 
 namespace perf {
 
@@ -55,7 +55,6 @@ struct NvDevice {
   __device__ void signal(uint64_t* sig, uint64_t v, int pe) const {
     nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, pe);
   }
-  __device__ void signal_relaxed(uint64_t* sig, uint64_t v, int pe) const { signal(sig, v, pe); }
   // NVSHMEM's wait has no bound: the host watchdog (sync_stream) ends a hung run.
   __device__ bool wait_ge(uint64_t* sig, uint64_t v, uint64_t, int) const {
     nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
