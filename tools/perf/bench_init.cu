@@ -21,11 +21,7 @@
 #include <cstdlib>
 #include <vector>
 
-#ifdef PERF_NVSHMEM
-#include "tools/perf/nvshmem/backend.cuh"
-#else
-#include "tools/perf/backend_tmashmem.cuh"
-#endif
+#include "tools/perf/backend.cuh"  // PERF_NVSHMEM: NVSHMEM's, else tmashmem's
 
 using namespace perf;
 

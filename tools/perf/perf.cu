@@ -1,6 +1,6 @@
 // tmashmem-perf and perf_nvshmem, one source: each runtime's communication measured beside
 // the copy engine and plain SM copies in the same run, with the same tests, kernels, checks,
-// table and CSV columns. PERF_NVSHMEM selects NVSHMEM's backend (nvshmem/backend.cuh),
+// table and CSV columns. PERF_NVSHMEM selects NVSHMEM's backend (backend.cuh),
 // otherwise tmashmem's. See harness.cuh for the command line, or --help.
 //
 // Every timed loop is followed by a check of its destination (poisoned before the loop,
@@ -12,14 +12,7 @@
 #include <cstdio>
 #include <utility>
 
-#ifdef PERF_NVSHMEM
-#define PERF_TMASHMEM 0
-#include "tools/perf/nvshmem/backend.cuh"
-#else
-#define PERF_TMASHMEM 1
-#include "tools/perf/backend_tmashmem.cuh"
-#include "tools/perf/tile_kernels.cuh"
-#endif
+#include "tools/perf/backend.cuh"  // PERF_NVSHMEM: NVSHMEM's, else tmashmem's
 #include "tools/perf/perf_bw.cuh"
 #include "tools/perf/perf_msg.cuh"
 #include "tools/perf/perf_sync.cuh"

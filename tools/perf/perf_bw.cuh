@@ -108,7 +108,7 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
 #if PERF_TMASHMEM
-  // Tile put / get: the TMA pipeline of tile_kernels.cuh, at the sizes that are whole tiles.
+  // Tile put / get: tile_copy_kernel's TMA pipeline, at the sizes that are whole tiles.
   TileView src_view, dst_view;
   const uint32_t tile_stages = static_cast<uint32_t>(opt.tile_stages);
   const size_t tile_smem = tile_smem_bytes(static_cast<uint32_t>(tile_bytes), tile_stages);

@@ -21,7 +21,7 @@
 #include "tmashmem/device.cuh"
 #include "tmashmem/tensor.h"
 #include "tmashmem/tmashmem.h"
-#include "tools/perf/tile_kernels.cuh"
+#include "tools/perf/kernels.cuh"
 
 namespace {
 
