@@ -21,13 +21,17 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tools/perf/harness.cuh"  // die, mpi_rank, parse_size, PERF_CUDA
+
 namespace coll_perf {
+
+using perf::die;
+using perf::mpi_rank;
 
 struct Options {
   size_t min_bytes = 8, max_bytes = size_t(64) << 20;
@@ -35,15 +39,6 @@ struct Options {
   int gpus = 1, iters = 20, warmup = 5, n_sms = 0, algo = 0, graph = 0;
   std::string test = "all";
 };
-
-inline size_t parse_size(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (end && (*end == 'K' || *end == 'k')) v *= 1024;
-  if (end && (*end == 'M' || *end == 'm')) v *= 1024 * 1024;
-  if (end && (*end == 'G' || *end == 'g')) v *= 1024.0 * 1024 * 1024;
-  return static_cast<size_t>(v);
-}
 
 inline bool parse(int argc, char** argv, Options* o) {
   const std::pair<const char*, size_t*> sizes[] = {
@@ -57,7 +52,13 @@ inline bool parse(int argc, char** argv, Options* o) {
     bool known = k == "-t";
     if (known) o->test = v;
     for (const auto& f : sizes)
-      if (k == f.first) *f.second = parse_size(v), known = true;
+      if (k == f.first) {
+        if (!perf::parse_size(v, f.second)) {
+          std::fprintf(stderr, "bad size %s %s\n", k.c_str(), v);
+          return false;
+        }
+        known = true;
+      }
     for (const auto& f : numbers)
       if (k == f.first) *f.second = std::atoi(v), known = true;
     if (!known) {
@@ -94,14 +95,8 @@ inline double bus_factor(const std::string& coll, int n) {
   return double(n - 1) / n;
 }
 
-inline int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
 inline void header(const char* impl, int n) {
-  if (rank() != 0) return;
+  if (mpi_rank() != 0) return;
   std::printf("# %s collectives, %d ranks, float\n", impl, n);
   std::printf("# %-8s %-14s %12s %12s %10s %10s %10s\n", "impl", "collective", "size(B)", "count",
               "time(us)", "algbw", "busbw");
@@ -111,19 +106,10 @@ inline void header(const char* impl, int n) {
 inline void row(const char* impl, const std::string& coll, size_t bytes, int n, double us) {
   double worst = us;
   MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (rank() != 0) return;
+  if (mpi_rank() != 0) return;
   const double algbw = worst > 0 ? double(bytes) / (worst * 1e3) : 0;  // GB/s
   std::printf("  %-8s %-14s %12zu %12zu %10.2f %10.2f %10.2f\n", impl, coll.c_str(), bytes,
               bytes / 4, worst, algbw, algbw * bus_factor(coll, n));
-}
-
-inline void fail(const std::string& what) {
-  std::fprintf(stderr, "[rank %d] %s\n", rank(), what.c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-inline void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 // Mean microseconds per call of `enqueue` on `stream` (warm-up first). With o.graph the
@@ -131,31 +117,31 @@ inline void check_cuda(cudaError_t e, const char* what) {
 inline double time_calls(const Options& o, cudaStream_t stream,
                          const std::function<void()>& enqueue) {
   for (int i = 0; i < o.warmup; ++i) enqueue();
-  check_cuda(cudaStreamSynchronize(stream), "warm-up");
+  PERF_CUDA(cudaStreamSynchronize(stream));
   cudaGraphExec_t exec = nullptr;
   if (o.graph) {
     cudaGraph_t graph;
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    PERF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < o.iters; ++i) enqueue();
-    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    check_cuda(cudaGraphDestroy(graph), "cudaGraphDestroy");
-    check_cuda(cudaGraphLaunch(exec, stream), "graph warm-up");
-    check_cuda(cudaStreamSynchronize(stream), "graph warm-up");
+    PERF_CUDA(cudaStreamEndCapture(stream, &graph));
+    PERF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    PERF_CUDA(cudaGraphDestroy(graph));
+    PERF_CUDA(cudaGraphLaunch(exec, stream));
+    PERF_CUDA(cudaStreamSynchronize(stream));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+  PERF_CUDA(cudaEventCreate(&start));
+  PERF_CUDA(cudaEventCreate(&stop));
+  PERF_CUDA(cudaEventRecord(start, stream));
   if (exec)
-    check_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    PERF_CUDA(cudaGraphLaunch(exec, stream));
   else
     for (int i = 0; i < o.iters; ++i) enqueue();
-  check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-  check_cuda(cudaEventSynchronize(stop), "the timed calls");
+  PERF_CUDA(cudaEventRecord(stop, stream));
+  PERF_CUDA(cudaEventSynchronize(stop));
   float ms = 0;
-  check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  PERF_CUDA(cudaEventElapsedTime(&ms, start, stop));
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   if (exec) cudaGraphExecDestroy(exec);

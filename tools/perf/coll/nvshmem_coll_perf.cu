@@ -21,21 +21,20 @@ int main(int argc, char** argv) {
   int size_ranks = 0, devices = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size_ranks);
   cudaGetDeviceCount(&devices);
-  if (devices > 0) cudaSetDevice(rank() % devices);
+  if (devices > 0) cudaSetDevice(mpi_rank() % devices);
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (rank() == 0 && nvshmemx_get_uniqueid(&id) != 0) fail("nvshmemx_get_uniqueid failed");
+  if (mpi_rank() == 0 && nvshmemx_get_uniqueid(&id) != 0) die("nvshmemx_get_uniqueid failed");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  if (nvshmemx_set_attr_uniqueid_args(rank(), size_ranks, &id, &attr) != 0)
-    fail("nvshmemx_set_attr_uniqueid_args failed");
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0)
-    fail("nvshmemx_init_attr failed");
+  if (nvshmemx_set_attr_uniqueid_args(mpi_rank(), size_ranks, &id, &attr) != 0)
+    die("nvshmemx_set_attr_uniqueid_args failed");
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) die("nvshmemx_init_attr failed");
   const int n = nvshmem_n_pes();
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   auto* src = static_cast<float*>(nvshmem_malloc(o.max_bytes));
   auto* dst = static_cast<float*>(nvshmem_malloc(o.max_bytes));
-  if (!src || !dst) fail("nvshmem_malloc failed: raise NVSHMEM_SYMMETRIC_SIZE");
+  if (!src || !dst) die("nvshmem_malloc failed: raise NVSHMEM_SYMMETRIC_SIZE");
   cudaMemset(src, 0, o.max_bytes);
   const nvshmem_team_t team = NVSHMEM_TEAM_WORLD;
 

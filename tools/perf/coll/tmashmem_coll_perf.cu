@@ -13,18 +13,16 @@
 #include <vector>
 
 #include "tmashmem/tmashmem.h"
+#include "tools/perf/backend.cuh"  // tm_check
 #include "tools/perf/coll/coll_perf.h"
 #ifdef TMASHMEM_COLL_PERF_NCCL
 #include <nccl.h>
 #endif
 
 using namespace coll_perf;
+using perf::tm_check;
 
 namespace {
-
-void check_tm(tmashmem_status_t st, const char* what) {
-  if (st != TMASHMEM_SUCCESS) fail(std::string(what) + ": " + tmashmem_last_error());
-}
 
 // True when no two ranks share a GPU (by PCI bus id).
 bool distinct_gpus() {
@@ -48,29 +46,29 @@ bool distinct_gpus() {
 int main(int argc, char** argv) {
   Options o;
   if (!start(argc, argv, &o)) return 2;
-  check_tm(tmashmem_init(), "tmashmem_init");
+  tm_check(tmashmem_init(), "tmashmem_init");
   const int n = tmashmem_n_pes();
-  check_cuda(cudaSetDevice(tmashmem_device()), "cudaSetDevice");
+  PERF_CUDA(cudaSetDevice(tmashmem_device()));
   cudaStream_t stream;
-  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  PERF_CUDA(cudaStreamCreate(&stream));
   void* src = tmashmem_malloc(o.max_bytes);
   void* dst = tmashmem_malloc(o.max_bytes);
-  if (!src || !dst) fail(std::string("tmashmem_malloc: ") + tmashmem_last_error());
-  check_cuda(cudaMemset(src, 1, o.max_bytes), "cudaMemset");
+  if (!src || !dst) die(std::string("tmashmem_malloc: ") + tmashmem_last_error());
+  PERF_CUDA(cudaMemset(src, 1, o.max_bytes));
 
 #ifdef TMASHMEM_COLL_PERF_NCCL
   ncclComm_t comm = nullptr;
   const bool use_nccl = distinct_gpus();
   if (use_nccl) {
     ncclUniqueId id;
-    if (rank() == 0) ncclGetUniqueId(&id);
+    if (mpi_rank() == 0) ncclGetUniqueId(&id);
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (ncclCommInitRank(&comm, n, id, rank()) != ncclSuccess) fail("ncclCommInitRank");
-  } else if (rank() == 0) {
+    if (ncclCommInitRank(&comm, n, id, mpi_rank()) != ncclSuccess) die("ncclCommInitRank");
+  } else if (mpi_rank() == 0) {
     std::printf("# NCCL rows left out: ranks share a GPU (NCCL refuses two ranks on one GPU)\n");
   }
 #else
-  if (rank() == 0) std::printf("# NCCL rows left out: built without NCCL\n");
+  if (mpi_rank() == 0) std::printf("# NCCL rows left out: built without NCCL\n");
   (void)distinct_gpus;
 #endif
 
@@ -85,27 +83,27 @@ int main(int argc, char** argv) {
       std::function<void()> tm;
       if (coll == "allreduce")
         tm = [&] {
-          check_tm(tmashmem_allreduce_on_stream(dst, src, size / 4, TMASHMEM_DTYPE_F32,
+          tm_check(tmashmem_allreduce_on_stream(dst, src, size / 4, TMASHMEM_DTYPE_F32,
                                                 TMASHMEM_REDUCE_SUM, o.algo, o.n_sms, stream),
                    "allreduce");
         };
       else if (coll == "allgather")
         tm = [&] {
-          check_tm(tmashmem_allgather_on_stream(dst, src, s.send, o.n_sms, stream), "allgather");
+          tm_check(tmashmem_allgather_on_stream(dst, src, s.send, o.n_sms, stream), "allgather");
         };
       else if (coll == "reducescatter")
         tm = [&] {
-          check_tm(tmashmem_reduce_scatter_on_stream(dst, src, count, TMASHMEM_DTYPE_F32,
+          tm_check(tmashmem_reduce_scatter_on_stream(dst, src, count, TMASHMEM_DTYPE_F32,
                                                      TMASHMEM_REDUCE_SUM, o.n_sms, stream),
                    "reduce_scatter");
         };
       else if (coll == "alltoall")
         tm = [&] {
-          check_tm(tmashmem_alltoall_on_stream(dst, src, size / n, o.n_sms, stream), "alltoall");
+          tm_check(tmashmem_alltoall_on_stream(dst, src, size / n, o.n_sms, stream), "alltoall");
         };
       else
         tm = [&] {
-          check_tm(tmashmem_broadcast_on_stream(dst, src, size, 0, o.n_sms, stream), "broadcast");
+          tm_check(tmashmem_broadcast_on_stream(dst, src, size, 0, o.n_sms, stream), "broadcast");
         };
       row("tmashmem", coll, size, n, time_calls(o, stream, tm));
 #ifdef TMASHMEM_COLL_PERF_NCCL
