@@ -87,6 +87,9 @@ __global__ void __launch_bounds__(1024)
 // tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
 // Each issuer may refill a stage once its put has read it (one put in flight behind; more
 // in flight, 4 or 16, measured the same: docs/runs.md, "Sixth session").
+// kMode: 0 tma_put_tile; 1 the bare tensor store and commit (no proxy fence); 2 gets alone
+// (each stage refilled as soon as it has landed; only the last lap is put, for the check).
+template <int kMode>
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
@@ -130,8 +133,21 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
       tmashmem::quiet();
       return;
     }
-    tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), base + size_t(stage) * box_bytes);
-    if (k >= 1 && issued < total) {
+    unsigned char* tile = base + size_t(stage) * box_bytes;
+    if constexpr (kMode == 0) tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), tile);
+    if constexpr (kMode == 1) {
+      tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
+                                        tmashmem::detail::smem_address(tile), at(put_tile).c);
+      tmashmem::detail::bulk_commit();
+    }
+    if constexpr (kMode == 2) {
+      if (k + n >= total) {
+        tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), tile);
+        tmashmem::bulk_wait_group_read<0>();
+      } else if (issued < total) {
+        get_next();
+      }
+    } else if (k >= 1 && issued < total) {
       tmashmem::bulk_wait_group_read<1>();
       get_next();
     }
@@ -189,7 +205,9 @@ int main(int argc, char** argv) {
     auto allow_smem = [&](auto k) {
       PERF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
     };
-    allow_smem(tile_kernel);
+    allow_smem(tile_kernel<0>);
+    allow_smem(tile_kernel<1>);
+    allow_smem(tile_kernel<2>);
     std::printf(
         "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 or 4 issuing threads "
         "(tile) per CTA, "
@@ -253,13 +271,21 @@ int main(int argc, char** argv) {
             const uint32_t stages =
                 std::min<uint32_t>(32, std::max<uint32_t>(4, 196608 / (tile * issuers)));
             const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
-            char label[64];
-            std::snprintf(label, sizeof label, "tile_%uB_x%u", tile, issuers);
-            run(label, [&](long it) {
-              tile_kernel<<<sms, 32 * issuers, smem, st>>>(sv[v].handle, me, dv[v].handle, pe,
-                                                           tiles, stages, it, 2000000000ull, error);
-              PERF_LAUNCHED(label);
-            });
+            auto tile_row = [&](auto mode, const char* what) {
+              constexpr int M = decltype(mode)::value;
+              char label[64];
+              std::snprintf(label, sizeof label, "tile_%uB_x%u%s", tile, issuers, what);
+              run(label, [&](long it) {
+                tile_kernel<M><<<sms, 32 * issuers, smem, st>>>(
+                    sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error);
+                PERF_LAUNCHED(label);
+              });
+            };
+            tile_row(std::integral_constant<int, 0>{}, "");
+            if (issuers == 1) {
+              tile_row(std::integral_constant<int, 1>{}, "_bare");
+              tile_row(std::integral_constant<int, 2>{}, "_getonly");
+            }
           }
         }
       }
