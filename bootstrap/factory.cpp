@@ -58,10 +58,19 @@ bool bootstrap_has_nccl() {
 }
 
 const char* bootstrap_kind_name(tmashmem_bootstrap_kind_t kind) {
-  static const char* const kNames[] = {"auto", "mpi", "single", "uid", "nccl"};  // enum order
-  const int index = static_cast<int>(kind);
-  return index >= 0 && index < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[index]
-                                                                                  : "unknown";
+  switch (kind) {  // no default: -Wswitch names a kind added without a name
+    case TMASHMEM_BOOTSTRAP_AUTO:
+      return "auto";
+    case TMASHMEM_BOOTSTRAP_MPI:
+      return "mpi";
+    case TMASHMEM_BOOTSTRAP_SINGLE:
+      return "single";
+    case TMASHMEM_BOOTSTRAP_UID:
+      return "uid";
+    case TMASHMEM_BOOTSTRAP_NCCL:
+      return "nccl";
+  }
+  return "unknown";
 }
 
 BootstrapDecision choose_bootstrap(const BootstrapOptions& options) {

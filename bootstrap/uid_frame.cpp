@@ -5,9 +5,19 @@
 namespace tmashmem {
 
 const char* frame_verdict_name(FrameVerdict v) {
-  static const char* const kNames[] = {"ok", "fail", "garbled", "out of step", "incomplete"};
-  const auto i = static_cast<size_t>(v);
-  return i < sizeof kNames / sizeof *kNames ? kNames[i] : "?";
+  switch (v) {  // no default: -Wswitch names a verdict added without a name
+    case FrameVerdict::kOk:
+      return "ok";
+    case FrameVerdict::kFail:
+      return "fail";
+    case FrameVerdict::kGarbled:
+      return "garbled";
+    case FrameVerdict::kOutOfStep:
+      return "out of step";
+    case FrameVerdict::kIncomplete:
+      return "incomplete";
+  }
+  return "?";
 }
 
 FrameVerdict judge_frame(const FrameHeader& h, const FrameRule& rule) {

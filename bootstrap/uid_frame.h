@@ -23,7 +23,7 @@ struct FrameRule {
   bool accept_fail = false;  // a rank hearing the root: a Fail frame may come instead
 };
 
-// In this order: frame_verdict_name has one name per value.
+// frame_verdict_name has one name per value (a switch: -Wswitch catches a new one).
 enum class FrameVerdict {
   kOk,          // the expected frame; `length` payload bytes follow
   kFail,        // a Fail frame (accept_fail): its body (decode_fail_body) follows

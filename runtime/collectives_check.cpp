@@ -21,12 +21,6 @@ struct CheckedCache {
 };
 CheckedCache g_checked;
 
-const char* op_name(int op) {
-  static const char* const names[] = {"TMASHMEM_REDUCE_SUM", "TMASHMEM_REDUCE_MIN",
-                                      "TMASHMEM_REDUCE_MAX"};  // in tmashmem_reduce_op_t's order
-  return op >= 0 && op < 3 ? names[op] : "an unknown op";
-}
-
 }  // namespace
 
 size_t coll_dtype_bytes(uint32_t dtype) {
@@ -90,9 +84,9 @@ tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op)
                      call, dtype, coll_dtype_name(dtype).c_str());
   if (op != TMASHMEM_REDUCE_SUM && op != TMASHMEM_REDUCE_MIN && op != TMASHMEM_REDUCE_MAX)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                     "%s: op %d (%s) with dtype %s is not supported; pass TMASHMEM_REDUCE_SUM "
-                     "(%d), _MIN (%d) or _MAX (%d)",
-                     call, op, op_name(op), coll_dtype_name(dtype).c_str(), TMASHMEM_REDUCE_SUM,
+                     "%s: op %d (an unknown op) with dtype %s is not supported; pass "
+                     "TMASHMEM_REDUCE_SUM (%d), _MIN (%d) or _MAX (%d)",
+                     call, op, coll_dtype_name(dtype).c_str(), TMASHMEM_REDUCE_SUM,
                      TMASHMEM_REDUCE_MIN, TMASHMEM_REDUCE_MAX);
   return TMASHMEM_SUCCESS;
 }
