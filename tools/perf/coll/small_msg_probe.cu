@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(1024)
 
 // The tile pipeline: tile get of this PE's tile into shared memory, tile put of it into
 // the peer's tensor, `stages` deep, tile, stage and parity counted (the 64-bit division
-// and modulo of the first version of tools/perf/tile_kernels.cuh's loop cost 0.42 us per
+// and modulo that tools/perf/kernels.cuh's tile_copy_kernel still uses cost 0.42 us per
 // tile, docs/runs.md "Small messages"). One thread per issuer: lane 0 of warps
 // 0..issuers-1, each with its own stages and mbarriers and its own share of the CTA's
 // tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
