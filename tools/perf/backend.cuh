@@ -22,6 +22,11 @@
 
 namespace perf {
 
+// The collectives of the coll test (perf_coll.cuh), in its order; kCollNames are its ops.
+enum class Coll { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+inline const char* const kCollNames[] = {"allreduce", "allgather", "reducescatter", "alltoall",
+                                         "broadcast"};
+
 #if PERF_TMASHMEM
 inline void tm_check(tmashmem_status_t st, const char* what) {
   if (st != TMASHMEM_SUCCESS)
@@ -168,6 +173,32 @@ struct Runtime {
     }
     PERF_CUDA(cudaLaunchKernel(kernel, dim3(ctas), dim3(threads), args, 0, s));
   }
+  // Enqueues collective `c` of `bytes` of float on `s` (sizes as perf_coll.cuh says); n_sms
+  // and the all-reduce algorithm as tmashmem/collectives.h defines them.
+  static void coll(Coll c, void* dst, const void* src, size_t bytes, int n_sms, int algo,
+                   cudaStream_t s) {
+    const size_t part = bytes / size_t(n_pes());  // what one PE contributes or receives
+    const tmashmem_dtype_t f32 = TMASHMEM_DTYPE_F32;
+    switch (c) {
+      case Coll::AllReduce:
+        return tm_check(tmashmem_allreduce_on_stream(dst, src, bytes / 4, f32, TMASHMEM_REDUCE_SUM,
+                                                     algo, n_sms, s),
+                        "tmashmem_allreduce_on_stream");
+      case Coll::AllGather:
+        return tm_check(tmashmem_allgather_on_stream(dst, src, part, n_sms, s),
+                        "tmashmem_allgather_on_stream");
+      case Coll::ReduceScatter:
+        return tm_check(tmashmem_reduce_scatter_on_stream(dst, src, part / 4, f32,
+                                                          TMASHMEM_REDUCE_SUM, n_sms, s),
+                        "tmashmem_reduce_scatter_on_stream");
+      case Coll::AllToAll:
+        return tm_check(tmashmem_alltoall_on_stream(dst, src, part, n_sms, s),
+                        "tmashmem_alltoall_on_stream");
+      case Coll::Broadcast:
+        return tm_check(tmashmem_broadcast_on_stream(dst, src, bytes, 0, n_sms, s),
+                        "tmashmem_broadcast_on_stream");
+    }
+  }
 };
 
 #else  // NVSHMEM
@@ -272,6 +303,34 @@ struct Runtime {
   static void launch(const void* kernel, int ctas, int threads, void** args, cudaStream_t s, bool) {
     const int st = nvshmemx_collective_launch(kernel, dim3(ctas), dim3(threads), args, 0, s);
     if (st != 0) die("nvshmemx_collective_launch failed with status " + std::to_string(st));
+  }
+  // Enqueues collective `c` of `bytes` of float on `s` (sizes as perf_coll.cuh says): NVSHMEM
+  // picks its own CTAs and algorithm (n_sms, algo unused).
+  static void coll(Coll c, void* dst, const void* src, size_t bytes, int, int, cudaStream_t s) {
+    auto* d = static_cast<float*>(dst);
+    const auto* x = static_cast<const float*>(src);
+    const size_t count = bytes / 4, part = count / size_t(nvshmem_n_pes());
+    const nvshmem_team_t world = NVSHMEM_TEAM_WORLD;
+    int st = 0;
+    switch (c) {
+      case Coll::AllReduce:
+        st = nvshmemx_float_sum_reduce_on_stream(world, d, x, count, s);
+        break;
+      case Coll::AllGather:
+        st = nvshmemx_float_fcollect_on_stream(world, d, x, part, s);
+        break;
+      case Coll::ReduceScatter:
+        st = nvshmemx_float_sum_reducescatter_on_stream(world, d, x, part, s);
+        break;
+      case Coll::AllToAll:
+        st = nvshmemx_float_alltoall_on_stream(world, d, x, part, s);
+        break;
+      case Coll::Broadcast:
+        st = nvshmemx_float_broadcast_on_stream(world, d, x, count, 0, s);
+        break;
+    }
+    if (st != 0)
+      die(std::string(kCollNames[int(c)]) + " on stream failed with status " + std::to_string(st));
   }
 
  private:

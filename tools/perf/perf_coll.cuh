@@ -1,0 +1,197 @@
+// The collectives test (coll) of tmashmem-perf and perf_nvshmem, nccl-tests style: the
+// runtime's on-stream collectives (Runtime::coll) and, in the tmashmem build with
+// PERF_NCCL_COLL where no two ranks share a GPU, NCCL's. A size is the all-reduce and
+// broadcast buffer, the all-gather receive buffer, the reduce-scatter and all-to-all send
+// buffer, rounded down to whole floats per rank; every rank calls; a sample is the slowest
+// rank's mean time per call over -n calls (after -w warm-up calls), enqueued one by one or,
+// with --graph 1, captured into one CUDA graph (runtime <name>-graph). GB/s = size / time
+// (algbw). Not checked (check n/a). -s: tmashmem's n_sms (0: the library's choice), swept;
+// --algo: its all-reduce algorithm. Included by perf.cu after the backend.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iterator>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/perf/backend.cuh"
+#include "tools/perf/harness.cuh"
+#if PERF_NCCL_COLL
+#include <nccl.h>
+#endif
+
+namespace perf {
+
+#if PERF_NCCL_COLL
+// NCCL over every rank, or nullptr (said why) where two ranks share a GPU (by PCI bus id):
+// NCCL refuses two ranks on one GPU.
+inline ncclComm_t nccl_comm() {
+  char bus[32] = {0};
+  int dev = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
+  std::vector<char> all(size_t(mpi_size()) * sizeof bus);
+  MPI_Allgather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
+  std::set<std::string> gpus;
+  for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
+  if (gpus.size() < size_t(mpi_size())) {
+    if (mpi_rank() == 0)
+      std::printf("# NCCL rows left out: ranks share a GPU (NCCL refuses two ranks on one GPU)\n");
+    return nullptr;
+  }
+  ncclUniqueId id;
+  if (mpi_rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, mpi_size(), id, mpi_rank()) != ncclSuccess)
+    die("ncclCommInitRank failed");
+  return comm;
+}
+
+// NCCL's twin of Runtime::coll (the all-to-all: one send and one receive per rank, grouped).
+inline void nccl_coll(Coll c, void* dst, const void* src, size_t bytes, ncclComm_t comm,
+                      cudaStream_t s) {
+  const int n = mpi_size();
+  const size_t count = bytes / 4, part = count / size_t(n);
+  ncclResult_t r = ncclSuccess;
+  switch (c) {
+    case Coll::AllReduce:
+      r = ncclAllReduce(src, dst, count, ncclFloat, ncclSum, comm, s);
+      break;
+    case Coll::AllGather:
+      r = ncclAllGather(src, dst, part, ncclFloat, comm, s);
+      break;
+    case Coll::ReduceScatter:
+      r = ncclReduceScatter(src, dst, part, ncclFloat, ncclSum, comm, s);
+      break;
+    case Coll::AllToAll:
+      ncclGroupStart();
+      for (int q = 0; q < n; ++q) {
+        ncclSend(static_cast<const float*>(src) + part * q, part, ncclFloat, q, comm, s);
+        ncclRecv(static_cast<float*>(dst) + part * q, part, ncclFloat, q, comm, s);
+      }
+      r = ncclGroupEnd();
+      break;
+    case Coll::Broadcast:
+      r = ncclBroadcast(src, dst, count, ncclFloat, 0, comm, s);
+      break;
+  }
+  if (r != ncclSuccess)
+    die(std::string("NCCL ") + kCollNames[int(c)] + ": " + ncclGetErrorString(r));
+}
+#endif
+
+// Per repetition, the slowest rank's mean microseconds per call of `enqueue` on `s` over
+// `iters` calls (`warmup` calls first; with `graph`, the iters calls captured into one graph,
+// launched once untimed).
+inline std::vector<double> time_all_ranks(const Options& opt, cudaStream_t s, long iters,
+                                          long warmup, const std::string& what,
+                                          const std::function<void()>& enqueue) {
+  for (long i = 0; i < warmup; ++i) enqueue();
+  sync_stream(s, opt.timeout_s, what + " warm-up");
+  cudaGraphExec_t exec = nullptr;
+  if (opt.graph) {
+    cudaGraph_t graph;
+    PERF_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (long i = 0; i < iters; ++i) enqueue();
+    PERF_CUDA(cudaStreamEndCapture(s, &graph));
+    PERF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    PERF_CUDA(cudaGraphDestroy(graph));
+    PERF_CUDA(cudaGraphLaunch(exec, s));
+    sync_stream(s, opt.timeout_s, what + " graph warm-up");
+  }
+  cudaEvent_t start, stop;
+  PERF_CUDA(cudaEventCreate(&start));
+  PERF_CUDA(cudaEventCreate(&stop));
+  std::vector<double> us;
+  for (int r = 0; r < opt.reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    PERF_CUDA(cudaEventRecord(start, s));
+    if (exec)
+      PERF_CUDA(cudaGraphLaunch(exec, s));
+    else
+      for (long i = 0; i < iters; ++i) enqueue();
+    PERF_CUDA(cudaEventRecord(stop, s));
+    wait_event(stop, opt.timeout_s, what);
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    double mine = 1e3 * double(ms) / double(iters);
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    us.push_back(mine);
+  }
+  PERF_CUDA(cudaEventDestroy(start));
+  PERF_CUDA(cudaEventDestroy(stop));
+  if (exec) PERF_CUDA(cudaGraphExecDestroy(exec));
+  return us;
+}
+
+inline int test_coll(const Options& opt, Report& report, int) {
+  const std::vector<size_t> sizes = size_list(opt, 8, size_t(64) << 20, 2, 1, "coll");
+  const long iters = opt.iters ? opt.iters : 20, warmup = opt.warmup ? opt.warmup : 5;
+  std::vector<int> n_sms;
+  for (const std::string& item : split(opt.sms.empty() ? "0" : opt.sms, ',')) {
+    char* end = nullptr;
+    n_sms.push_back(int(std::strtol(item.c_str(), &end, 10)));
+    if (*end || n_sms.back() < 0) die("coll: -s takes n_sms values (0: the library's choice)");
+  }
+  if (!PERF_TMASHMEM && (n_sms != std::vector<int>{0} || opt.algo) && mpi_rank() == 0)
+    std::printf("# coll: -s and --algo are tmashmem's; NVSHMEM picks its own (rows at 0 SMs)\n");
+  char *src = Runtime::alloc(sizes.back()), *dst = Runtime::alloc(sizes.back());
+  PERF_CUDA(cudaMemset(src, PERF_TMASHMEM, sizes.back()));  // bytes of 1 (tmashmem) / 0, as before
+  cudaStream_t stream;
+  PERF_CUDA(cudaStreamCreate(&stream));
+  using Enqueue = std::function<void(Coll, size_t bytes, int n_sms)>;
+  std::vector<std::pair<std::string, Enqueue>> impls = {
+      {Runtime::kName, [&](Coll c, size_t bytes, int sms) {
+         Runtime::coll(c, dst, src, bytes, sms, opt.algo, stream);
+       }}};
+#if PERF_NCCL_COLL
+  const ncclComm_t comm = nccl_comm();
+  if (comm)
+    impls.push_back(
+        {"nccl", [&](Coll c, size_t bytes, int) { nccl_coll(c, dst, src, bytes, comm, stream); }});
+#elif PERF_TMASHMEM
+  if (mpi_rank() == 0) std::printf("# NCCL rows left out: built without NCCL\n");
+#endif
+  const size_t unit = 4 * size_t(mpi_size());  // whole floats per rank
+  for (const auto& impl : impls) {
+    const std::string& name = impl.first;
+    const Enqueue& enqueue = impl.second;
+    const std::string runtime = name + (opt.graph ? "-graph" : "");
+    const std::vector<int> sms_list =
+        name == Runtime::kName && PERF_TMASHMEM ? n_sms : std::vector<int>{0};
+    report.table_header("coll: " + runtime + " on-stream collectives, float");
+    for (int c = 0; c < int(std::size(kCollNames)); ++c) {
+      if (!opt.want(kCollNames[c])) continue;
+      for (int sms : sms_list)
+        for (size_t bytes : sizes) {
+          const size_t size = bytes / unit * unit;
+          if (size == 0) continue;
+          Row row("coll", kCollNames[c], sms, 0, size, iters);
+          row.runtime = runtime;
+          row.check = "n/a";
+          const std::string what = runtime + " " + row.op + " (" + std::to_string(size) + " B)";
+          row.set_samples(time_all_ranks(opt, stream, iters, warmup, what,
+                                         [&] { enqueue(Coll(c), size, sms); }));
+          report.add(row);
+        }
+    }
+  }
+#if PERF_NCCL_COLL
+  if (comm) ncclCommDestroy(comm);
+#endif
+  sync_stream(stream, opt.timeout_s, "coll");
+  PERF_CUDA(cudaStreamDestroy(stream));
+  Runtime::free(dst);
+  Runtime::free(src);
+  return 0;
+}
+
+}  // namespace perf
