@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark suite on a GPU machine: tmashmem-perf, the collectives (tmashmem-coll-perf)
-# and, where built, their NVSHMEM twins, under MPS, with 1, 2 and 4 PEs where it makes sense;
+# The benchmark suite on a GPU machine: tmashmem-perf (collectives included) and, where
+# built, its NVSHMEM twin perf_nvshmem, under MPS, with 1, 2 and 4 PEs where it makes sense;
 # CSVs, logs (each starting with the command line) and plots go to RESULTS_DIR, the machine
 # to RESULTS_DIR/perf-machine.txt.
 #
@@ -69,7 +69,6 @@ run() {
     tmashmem-perf) csv=(--csv "${RUN_CSV:-$RESULTS/perf_tmashmem.launches.csv}") ;;
     perf_nvshmem) csv=(--csv "${RUN_CSV:-$RESULTS/perf_nvshmem.launches.csv}") ;;
   esac
-  [ -x "$bin" ] || bin=$PERF_DIR/coll/$prog  # the collectives' programs
   if [ ! -x "$bin" ]; then
     echo "run-perf: $prog not built; skipping $name"
     return 0
@@ -114,19 +113,16 @@ has bw_sms && both bw_sms.np2 2 tmashmem-perf perf_nvshmem bw -b 256M -e 256M -s
 has msg && both msg.np2 2 tmashmem-perf perf_nvshmem msg -b 8 -e 4K -f 8 -s all -r 8
 # multicast_store's fan-out beside a put and a store per PE (tmashmem only).
 for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -b 16K -e 256M -f 4 -s 16,all -r 8; done
-# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones; from
-# 8 MiB 5 calls each (NVSHMEM's all-reduce of 256 MiB takes about 0.2 s a call).
+# Collectives, nccl-tests style, 4 KiB to 256 MiB, beside NVSHMEM's on-stream ones, one sample
+# (-r 1) per launch; from 8 MiB 5 calls each (NVSHMEM's all-reduce of 256 MiB: ~0.2 s a call).
 for np in ${PERF_COLL_NP:-2 4}; do  # PERF_COLL_NP=2: 2 PEs only
   has coll || break
-  both "coll.np$np" "$np" tmashmem-coll-perf coll-perf-nvshmem -b 4K -e 4M -f 2 -n 20 -w 5
-  both "coll_big.np$np" "$np" tmashmem-coll-perf "" -b 8M -e 256M -f 2 -n 5 -w 2
+  both "coll.np$np" "$np" tmashmem-perf perf_nvshmem coll -b 4K -e 4M -f 2 -n 20 -w 5 -r 1
+  both "coll_big.np$np" "$np" tmashmem-perf "" coll -b 8M -e 256M -f 2 -n 5 -w 2 -r 1
   # NVSHMEM 3.4.5's on-stream reduce-scatter of 128 MiB failed (unspecified launch failure,
   # 2 PEs under MPS): its rows stop at 64 MiB.
-  both "coll_big.np$np" "$np" "" coll-perf-nvshmem -b 8M -e 64M -f 2 -n 5 -w 2
+  both "coll_big.np$np" "$np" "" perf_nvshmem coll -b 8M -e 64M -f 2 -n 5 -w 2 -r 1
 done
-if has coll && ls "$RESULTS"/*.coll*.np*.log >/dev/null 2>&1; then
-  python3 "$HERE/perf.py" coll "$RESULTS"/*.coll*.np*.log --out "$RESULTS/perf_coll.launches.csv" || failed+=(perf.py coll)
-fi
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
 for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
   has shapes || break
