@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""tools/perf/perf.py on made-up rows: `merge` pools the launches of one measurement and
-recomputes every figure from the pool; `coll` turns collective-benchmark tables into rows;
-`compare` says which rows of two (or three) runs agree and which are slower.
+"""tools/perf/perf.py on made-up rows: `merge` pools the launches of one measurement (the
+collectives' rows too) and recomputes every figure from the pool; `compare` says which rows of
+two (or three) runs agree and which are slower.
 Standard library only (no GPU, no matplotlib)."""
 import csv
 import os
@@ -203,37 +203,48 @@ class CompareTest(unittest.TestCase):
 
 
 class CollTest(unittest.TestCase):
-    def test_tables_become_rows_that_merge_over_launches(self):
-        d = tempfile.mkdtemp()
-        rng = random.Random(SEED)
-        logs, times = [], []
+    """coll rows as tmashmem-perf / perf_nvshmem write them (test coll, sms 0, threads 0,
+    -n 20 calls per sample, -r 1, check n/a, runtime tmashmem / nccl / *-graph)."""
+
+    def launches(self, d, rng):
+        paths, times = [], []
         for launch in range(3):
-            t = [round(rng.uniform(5, 500), 2) for _ in range(2)]
+            t = round(rng.uniform(5, 500), 4)
             times.append(t)
-            logs.append(os.path.join(d, "tmashmem.coll.np2.l%d.log" % launch))
-            with open(logs[-1], "w") as f:
-                f.write("# NCCL rows left out: ranks share a GPU\n# tmashmem collectives, 2 ranks, float\n"
-                        "# impl     collective          size(B)        count   time(us)      algbw      busbw\n")
-                for size, us in zip((4096, 1 << 28), t):
-                    f.write("  tmashmem allreduce %17d %12d %10.2f %10.2f %10.2f\n" %
-                            (size, size // 4, us, size / (us * 1e3), size / (us * 1e3)))
-        run("coll", *logs, "--out", os.path.join(d, "raw.csv"))
-        run("merge", os.path.join(d, "raw.csv"), "--out", os.path.join(d, "merged.csv"))
-        m = read(os.path.join(d, "merged.csv"))
-        big = m[("allreduce", "0", str(1 << 28))]
-        self.assertEqual((big["runtime"], big["test"], big["pes"], big["reps"]), ("tmashmem", "coll", "2", "3"))
-        pool = sorted(t[1] for t in times)
-        self.assertAlmostEqual(float(big["time_us_median"]), pool[1], places=2)
+            rows = []
+            for rt in ("tmashmem", "nccl", "tmashmem-graph"):
+                r = row("allreduce", 0, 1 << 28, [t], check="n/a", iters=20, test="coll")
+                r["runtime"] = rt
+                rows.append(r)
+            paths.append(os.path.join(d, "perf_tmashmem.l%d.launches.csv" % launch))
+            write(paths[-1], rows)
+        return paths, times
+
+    def test_rows_merge_over_launches_per_runtime(self):
+        d = tempfile.mkdtemp()
+        paths, times = self.launches(d, random.Random(SEED))
+        run("merge", *paths, "--out", os.path.join(d, "merged.csv"))
+        with open(os.path.join(d, "merged.csv"), newline="") as f:
+            m = {r["runtime"]: r for r in csv.DictReader(f)}
+        self.assertEqual(sorted(m), ["nccl", "tmashmem", "tmashmem-graph"])
+        big, pool = m["tmashmem"], sorted(times)
+        self.assertEqual((big["test"], big["op"], big["pes"], big["reps"], big["check"]),
+                         ("coll", "allreduce", "2", "3", "n/a"))
+        self.assertAlmostEqual(float(big["time_us_median"]), pool[1], places=3)
         self.assertAlmostEqual(float(big["gbps_median"]), (1 << 28) / (pool[1] * 1e3), delta=0.01)
         self.assertAlmostEqual(float(big["gbps_min"]), (1 << 28) / (pool[2] * 1e3), delta=0.01)
-        self.assertEqual(big["check"], "n/a")
 
-    def test_a_log_without_rows_is_refused(self):
+    def test_rows_meet_the_recorded_coll_rows(self):
         d = tempfile.mkdtemp()
-        with open(os.path.join(d, "empty.log"), "w") as f:
-            f.write("mpirun: a PE died\n")
-        done = run("coll", os.path.join(d, "empty.log"), "--out", os.path.join(d, "x.csv"), check=False)
-        self.assertNotEqual(done.returncode, 0)
+        rows = []
+        for rt, op in (("tmashmem", "allreduce"), ("tmashmem", "alltoall"), ("nvshmem", "allreduce")):
+            r = row(op, 0, 4096, [6.5], check="n/a", iters=20, test="coll")
+            r["runtime"] = rt
+            rows.append(r)
+        write(os.path.join(d, "perf_tmashmem.csv"), rows)
+        record = os.path.join(PERF, "..", "..", "docs", "perf", "coll_np2.csv")
+        out = run("compare", record, d).stdout
+        self.assertIn("3 rows in common", out)
 
 
 if __name__ == "__main__":

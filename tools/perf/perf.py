@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
-"""The benchmark rows after the run: pool launches into one row per measurement, turn the
-collective benchmarks' tables into rows, ask whether runs agree, and draw the figures.
+"""The benchmark rows after the run: pool launches into one row per measurement, ask whether
+runs agree, and draw the figures.
 Standard library only, except `plot` (matplotlib, imported by that subcommand alone).
 
     tools/perf/perf.py merge LAUNCHES.csv [...] --out MERGED.csv
-    tools/perf/perf.py coll LOG [...] --out ROWS.csv
     tools/perf/perf.py compare RESULTS_A RESULTS_B [RESULTS_C] [--out FILE]
     tools/perf/perf.py plot MERGED.csv [...] --out DIR
 
@@ -14,11 +13,6 @@ iterations and bytes moved. Their per-repetition times (time_us_samples) are poo
 min / median / max, GB/s, Mops/s and the ratio to the reference op are recomputed from the
 pool, so a row's spread covers what changes from one process to the next. A row fails its
 check if it failed in any launch. The output has the input's columns, in first-seen order.
-
-coll: each log of tmashmem-coll-perf / coll-perf-nvshmem (nccl-tests-style tables, one launch
-each) becomes rows of test "coll": op = the collective, the mean time per call as the
-launch's one sample, GB/s = algbw (busbw = algbw x the collective's bus factor). Merged like
-the others, a row's spread is the spread over launches.
 
 compare: RESULTS_x is a folder (its perf_*.csv) or comma-separated CSV files or quoted globs
 ('docs/perf/suite_*.csv'; files of other columns are passed over). For every row both share:
@@ -38,7 +32,6 @@ import collections
 import csv
 import glob
 import os
-import re
 import statistics
 import sys
 
@@ -115,30 +108,6 @@ def merge(rows):
         out["ref_gbps"] = "%.3f" % ref_gbps
         out["ratio_to_ref"] = "%.4f" % (float(out["gbps_median"]) / ref_gbps if ref_gbps else 0.0)
     return list(merged.values())
-
-
-COLL_HEADER = re.compile(r"^# (\S+).* collectives, (\d+) ranks")
-COLL_ROW = re.compile(r"^\s+(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*(\S*)")
-
-
-def coll_rows(path):
-    """Rows of one collective-benchmark log (see the module's help)."""
-    rows, pes, graph = [], None, False
-    with open(path) as f:
-        for line in f:
-            m = COLL_HEADER.match(line)
-            if m:  # "-G 1": the calls timed inside one CUDA graph, rows of their own
-                pes, graph = m.group(2), "graph" in line
-            m = COLL_ROW.match(line)
-            if not m or pes is None:
-                continue
-            impl, op, size, _count, t, algbw = m.groups()[:6]
-            t = float(t)
-            rows.append(dict(zip(FIELDS, (
-                impl + ("-graph" if graph else ""), "coll", op, pes, "0", "0", size, "1", "1", "%.4f" % t, "%.4f" % t, "%.4f" % t,
-                algbw, algbw, algbw, "%.4f" % (1 / t if t else 0), "", "0.000", "0.0000", "0.000",
-                "0.000", size, m.group(8) or "n/a", "%.4f" % t))))
-    return rows
 
 
 def metric(r):
@@ -409,7 +378,7 @@ def plot(paths, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for cmd, what in (("merge", "LAUNCHES.csv"), ("coll", "LOG"), ("compare", "RESULTS"), ("plot", "MERGED.csv")):
+    for cmd, what in (("merge", "LAUNCHES.csv"), ("compare", "RESULTS"), ("plot", "MERGED.csv")):
         p = sub.add_parser(cmd)
         p.add_argument("inputs", nargs="+", metavar=what)
         p.add_argument("--out", required=cmd != "compare")
@@ -426,11 +395,10 @@ def main():
                 with open(args.out, "w") as f:
                     f.write(text)
             return
-        rows, fields = read_rows(args.inputs) if args.cmd == "merge" else (
-            [r for path in args.inputs for r in coll_rows(path)], FIELDS)
+        rows, fields = read_rows(args.inputs)
         if not rows:
-            raise ValueError("perf.py %s: no rows in %s" % (args.cmd, " ".join(args.inputs)))
-        write_rows(args.out, merge(rows) if args.cmd == "merge" else rows, fields)
+            raise ValueError("perf.py merge: no rows in %s" % " ".join(args.inputs))
+        write_rows(args.out, merge(rows), fields)
     except ValueError as e:
         sys.exit(str(e))
 
