@@ -60,6 +60,10 @@ std::string Size::expected() {
   return "a size: write a positive number with an optional unit, e.g. 64M, 2G";
 }
 
+std::string SizeOrZero::expected() {
+  return "a size: write a number with an optional unit, e.g. 256K, or 0 (off)";
+}
+
 bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
 
 bool parse_int(const char* text, long min_value, long max_value, long* out) {
@@ -115,9 +119,9 @@ tmashmem_status_t from_environment(const char* name, typename Type::type* out) {
 // The row of each setting by its Config field: setting::heap_max::type is Size, ...
 namespace setting {
 #define TMASHMEM_SETTING_ROW(field_name, env_name, Type, scope, default_text, help) \
-  struct field_name {                                                        \
-    using type = Type;                                                       \
-    static constexpr const char* name = env_name;                            \
+  struct field_name {                                                               \
+    using type = Type;                                                              \
+    static constexpr const char* name = env_name;                                   \
   };
 TMASHMEM_SETTINGS(TMASHMEM_SETTING_ROW)
 #undef TMASHMEM_SETTING_ROW
@@ -183,7 +187,13 @@ Config::Config() {
 const std::vector<SettingInfo>& settings() {
   static const std::vector<SettingInfo> table = {
 #define TMASHMEM_SETTING_INFO(field, name, Type, scope, default_text, help) \
-  {name, default_text, help, &valid_setting<Type>, &Type::expected, scope, &canonical_setting<Type>},
+  {name,                                                                    \
+   default_text,                                                            \
+   help,                                                                    \
+   &valid_setting<Type>,                                                    \
+   &Type::expected,                                                         \
+   scope,                                                                   \
+   &canonical_setting<Type>},
       TMASHMEM_SETTINGS(TMASHMEM_SETTING_INFO)
 #undef TMASHMEM_SETTING_INFO
   };
@@ -215,8 +225,7 @@ const char* attr_field(const char* field) {
 std::vector<JobWideSetting> job_wide_settings(const Config& config) {
   std::vector<JobWideSetting> out;
 #define TMASHMEM_JOB_WIDE(field, name, Type, scope, default_text, help) \
-  if (scope == Scope::Job)                                              \
-    out.push_back({name, attr_field(#field), Type::format(config.field)});
+  if (scope == Scope::Job) out.push_back({name, attr_field(#field), Type::format(config.field)});
   TMASHMEM_SETTINGS(TMASHMEM_JOB_WIDE)
 #undef TMASHMEM_JOB_WIDE
   return out;
