@@ -38,16 +38,19 @@ constexpr size_t kBytesPerCta = 32 * 1024;
 // the SMs' own loads and stores (no staging round trip for small pieces).
 constexpr size_t kBulkSliceBytes = 64 * 1024;
 // The staged (one-handshake) forms (tmashmem/device/collectives/staged.cuh): their
-// symmetric staging region per PE; TMASHMEM_COLL_STAGED_MAX is the largest piece per peer
-// they take (a piece whose slices would need more than TMASHMEM_COLL_MAX_SMS CTAs takes the
-// direct form whatever the setting). Up to it a collective is latency-bound, and one
-// handshake with the data sent ahead of the signal should beat the direct forms' two;
-// beyond it the extra local copy costs more than it saves.
+// symmetric staging region per PE, and the largest piece per peer they take. Up to it a
+// collective is latency-bound, and one handshake with the data sent ahead of the signal
+// beats the direct forms' two for the gathering kinds (all-gather, all-to-all: 6-26%
+// faster at 4 KiB-256 KiB). For reduce-scatter, one-shot all-reduce and broadcast the
+// direct forms measured 9-13% faster from 64 KiB (they read the peers' data once, where the
+// staged forms add a pass through the staging), so TMASHMEM_COLL_STAGED stages only the
+// gathering kinds unless it says `all` (docs/runs.md, "Staged against direct").
 //
 // Their guard (coll_staged_begin) reads every peer's Ready of the slot's previous step,
 // so every step signals Ready to every peer (coll_exchange, exchange.cuh), also a
 // broadcast whose non-roots announce to nobody.
 constexpr size_t kStagingBytes = size_t(4) << 20;
+constexpr size_t kStagedMaxPieceBytes = 256 * 1024;
 static_assert(kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * TMASHMEM_SIGNAL_PAD_COLL_PES) >=
                   16,
               "every (slot, parity, source PE) region of the staging holds a 16-byte unit");
@@ -129,12 +132,14 @@ size_t staging_slot_bytes(int n) {
 // CTAs for the staged form of a piece of `piece` bytes per peer: at least `ctas`, enough
 // that every CTA's slice fits its staging slot; 0 when the piece is not staged. A CTA count
 // the caller chose (n_sms) must do as it is.
-int staged_ctas(const Request& q, size_t max_piece, int algo, int n, int ctas) {
+int staged_ctas(const Request& q, CollStaged policy, int algo, int n, int ctas) {
   const bool fixed = q.n_sms > 0;
-  const bool kind_ok = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall ||
-                       q.kind == CollKind::Broadcast || q.kind == CollKind::ReduceScatter ||
-                       (q.kind == CollKind::Allreduce && algo == TMASHMEM_ALLREDUCE_ONE_SHOT);
-  if (!kind_ok || n < 2 || q.piece_bytes == 0 || q.piece_bytes > max_piece) return 0;
+  const bool gathering = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall;
+  const bool other = q.kind == CollKind::Broadcast || q.kind == CollKind::ReduceScatter ||
+                     (q.kind == CollKind::Allreduce && algo == TMASHMEM_ALLREDUCE_ONE_SHOT);
+  const bool kind_ok =
+      (policy != CollStaged::Off && gathering) || (policy == CollStaged::All && other);
+  if (!kind_ok || n < 2 || q.piece_bytes == 0 || q.piece_bytes > kStagedMaxPieceBytes) return 0;
   const size_t slot = staging_slot_bytes(n);
   // coll_slice: ceil(units / ctas) 16-byte units per CTA.
   const size_t units = (q.piece_bytes + 15) / 16, per_slot = slot / 16;
@@ -200,7 +205,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     const int n = rt.bootstrap->size();
     const int algo = q.kind == CollKind::Allreduce ? resolve_algo(q.algo, q.per_pe_bytes, n) : 0;
     int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
-    const int staged = staged_ctas(q, rt.config.coll_staged_max, algo, n, ctas);
+    const int staged = staged_ctas(q, rt.config.coll_staged, algo, n, ctas);
     if (staged > 0) ctas = staged;
     // Every argument that decides what the kernels do, with pointers as heap offsets
     // (what agrees across PEs).

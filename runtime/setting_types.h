@@ -32,15 +32,6 @@ struct Size {
   static std::string format(const type& value) { return format_size(value); }
 };
 
-// A byte count with an optional binary unit, or 0 (for a limit that 0 turns off).
-struct SizeOrZero {
-  using type = size_t;
-  static bool valid(const type&) { return true; }
-  static bool parse(const char* text, type* out) { return parse_size(text, out); }
-  static std::string expected();
-  static std::string format(const type& value) { return format_size(value); }
-};
-
 // A decimal integer in [Min, INT32_MAX].
 template <int Min>
 struct IntAtLeast {
@@ -129,6 +120,13 @@ struct FdSocketChoice : ChoiceOf<FdSocketChoice, std::string> {
 // The gate of runtime/multicast_gate.h reads the word ("auto", "on", "off").
 struct MulticastChoice : ChoiceOf<MulticastChoice, std::string> {
   static constexpr Choice<const char*> choices[] = {{"auto", "auto"}, {"on", "on"}, {"off", "off"}};
+};
+
+// Which on-stream collectives take the staged (one-handshake) forms: runtime/collectives.cpp.
+enum class CollStaged { Off, Gather, All };
+struct CollStagedChoice : ChoiceOf<CollStagedChoice, CollStaged> {
+  static constexpr Choice<type> choices[] = {
+      {"gather", CollStaged::Gather}, {"all", CollStaged::All}, {"off", CollStaged::Off}};
 };
 
 // ---- implementation of the templates above --------------------------------------------

@@ -118,28 +118,31 @@ TEST_CASE("config: TMASHMEM_STREAM_MEM_OPS is on by default; 0 or off selects th
   CHECK(listed);  // so tmashmem-info prints it
 }
 
-TEST_CASE("config: TMASHMEM_COLL_STAGED_MAX takes a size, and 0 turns the staged forms off") {
+TEST_CASE("config: TMASHMEM_COLL_STAGED is gather by default; all, off and bad words") {
   Config c;
-  unsetenv("TMASHMEM_COLL_STAGED_MAX");
+  unsetenv("TMASHMEM_COLL_STAGED");
   REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
-  CHECK(c.coll_staged_max == size_t(256) << 10);
+  CHECK(c.coll_staged == CollStaged::Gather);
   const struct {
     const char* text;
-    size_t want;
-  } cases[] = {{"0", 0}, {"64K", size_t(64) << 10}, {"4096", 4096}, {"1M", size_t(1) << 20}};
+    CollStaged want;
+  } cases[] = {{"all", CollStaged::All},
+               {"OFF", CollStaged::Off},
+               {"Gather", CollStaged::Gather},
+               {"off", CollStaged::Off}};
   for (const auto& k : cases) {
-    EnvGuard g("TMASHMEM_COLL_STAGED_MAX", k.text);
-    c.coll_staged_max = 12345;
+    EnvGuard g("TMASHMEM_COLL_STAGED", k.text);
+    c.coll_staged = k.want == CollStaged::All ? CollStaged::Off : CollStaged::All;
     REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
-    CHECK(c.coll_staged_max == k.want);
+    CHECK(c.coll_staged == k.want);
   }
-  for (const char* bad : {"-1", "lots", " 4K", "4Q"}) {
-    EnvGuard g("TMASHMEM_COLL_STAGED_MAX", bad);
+  for (const char* bad : {"some", "256K", "1"}) {
+    EnvGuard g("TMASHMEM_COLL_STAGED", bad);
     CHECK(load_config(nullptr, &c) == TMASHMEM_ERROR_INVALID_VALUE);
     const std::string m = tmashmem_last_error();
-    CHECK(m.find("TMASHMEM_COLL_STAGED_MAX") != std::string::npos);
+    CHECK(m.find("TMASHMEM_COLL_STAGED") != std::string::npos);
     CHECK(m.find(bad) != std::string::npos);
-    CHECK(m.find("or 0 (off)") != std::string::npos);
+    CHECK(m.find("gather") != std::string::npos);
   }
 }
 
