@@ -126,7 +126,7 @@ struct MulticastChoice : ChoiceOf<MulticastChoice, std::string> {
 enum class CollStaged { Off, Gather, All };
 struct CollStagedChoice : ChoiceOf<CollStagedChoice, CollStaged> {
   static constexpr Choice<type> choices[] = {
-      {"gather", CollStaged::Gather}, {"all", CollStaged::All}, {"off", CollStaged::Off}};
+      {"all", CollStaged::All}, {"gather", CollStaged::Gather}, {"off", CollStaged::Off}};
 };
 
 // ---- implementation of the templates above --------------------------------------------
