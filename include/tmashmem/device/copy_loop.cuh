@@ -1,6 +1,7 @@
-// The SM copy loop behind the blocking puts and gets (rma.cuh) and the unaligned
-// parts of put_nbi / get_nbi (bulk.cuh): ordinary loads and stores at any alignment,
-// shared by a group of threads.
+// The SM copy loops behind the blocking puts and gets (rma.cuh), the unaligned parts of
+// put_nbi / get_nbi (bulk.cuh) and the collectives' SM copies (collectives/copy.cuh,
+// collectives/staged.cuh): ordinary loads and stores at any alignment, shared by a group
+// of threads; block_copy_bytes and warp_may_copy are the block-scope entry.
 #pragma once
 
 #include <stddef.h>
@@ -58,8 +59,8 @@ __device__ __forceinline__ void copy_units(uint4* d, const uint4* s, size_t unit
 
 // Copies n bytes from src to dst, shared by `count` threads of which the caller is
 // `rank`. Both 16-byte aligned and n a multiple of 16 (the common case) is copy_units
-// alone: the per-call work every thread of a block does before and after its share is
-// what a stream of small block-scope puts pays, so that path computes nothing else.
+// alone, which computes nothing else. Work layout (warp_may_copy relies on it): rank 0
+// moves the head and tail, rank r the units r, r + count, ... of at most n / 16.
 // Otherwise the destination is written in aligned 16-byte stores except for at most
 // 15 head bytes and a short tail. When src and dst agree mod 16, loads are 16-byte
 // too; when they agree mod 4, four aligned 4-byte loads feed each store; otherwise
@@ -127,8 +128,9 @@ __device__ __forceinline__ bool warp_may_copy(unsigned rank, size_t n) {
 // copy_bytes for a whole block (same arguments). When both ends are 16-byte aligned and
 // no thread has more than four units (block puts and gets up to 64 KiB per 1024-thread
 // block), one unit per step with 32-bit indices: the shortest setup, and faster there than
-// four loads in flight (docs/runs.md, "Sixth session"). Larger copies keep copy_units'
-// four loads in flight.
+// four loads in flight (docs/runs.md, "Sixth session"; measured for puts, gets not
+// separately). Larger copies keep copy_units' four loads in flight. The 32-bit index is
+// safe because a block has at most 1024 threads: units <= 4096.
 __device__ __forceinline__ void block_copy_bytes(char* dst, const char* src, size_t n,
                                                  unsigned rank, unsigned count) {
   const size_t units = n >> 4;

@@ -30,7 +30,7 @@ namespace {
 enum class Block {
   Library,    // tmashmem::putmem_block
   CopyLoop,   // the library's copy loop (detail::copy_bytes) without the barrier
-  CopySync,   // copy_bytes on the precomputed peer pointer + barrier (putmem_block less ptr())
+  CopySync,   // copy_bytes on the precomputed peer pointer + barrier (old putmem_block less ptr)
   UnitsSync,  // the aligned loop alone (detail::copy_units) + barrier
   GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
 };
