@@ -51,7 +51,7 @@ constexpr size_t kBulkSliceBytes = 64 * 1024;
 // so every step signals Ready to every peer (coll_exchange, exchange.cuh), also a
 // broadcast whose non-roots announce to nobody.
 constexpr size_t kStagingBytes = size_t(4) << 20;
-constexpr size_t kStagedMaxPieceBytes = 256 * 1024;
+constexpr size_t kStagedMaxPieceBytes = 256 * 1024;  // also in collectives.h, settings.h, docs
 static_assert(kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * TMASHMEM_SIGNAL_PAD_COLL_PES) >=
                   16,
               "every (slot, parity, source PE) region of the staging holds a 16-byte unit");
@@ -131,8 +131,9 @@ size_t staging_slot_bytes(int n) {
 }
 
 // CTAs for the staged form of a piece of `piece` bytes per peer: at least `ctas`, enough
-// that every CTA's slice fits its staging slot; 0 when the piece is not staged. A CTA count
-// the caller chose (n_sms) must do as it is.
+// that every CTA's slice fits its staging slot; 0 when the piece is not staged (its kind is
+// not in `policy`, TMASHMEM_COLL_STAGED, or it is too large). A CTA count the caller chose
+// (n_sms) must do as it is.
 int staged_ctas(const Request& q, CollStaged policy, int algo, int n, int ctas) {
   const bool fixed = q.n_sms > 0;
   const bool gathering = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall;

@@ -120,6 +120,17 @@ TEST_CASE("faults: a per-PE TMASHMEM_MULTICAST (environment only) is a symmetry 
   CHECK_FALSE(contains(m, "tmashmem_init_attr_t"));  // no such field
 }
 
+TEST_CASE("faults: a per-PE TMASHMEM_COLL_STAGED is a symmetry error") {
+  if (mpi_size() < 2) return mark_skipped("needs 2 PEs");
+  // Every PE must pick the same form of a collective (staged or direct) for the same call.
+  unsetenv("TMASHMEM_COLL_STAGED");
+  std::string m;
+  const tmashmem_status_t st = init_with_last_pe_differing(
+      [](tmashmem_init_attr_t*) { setenv("TMASHMEM_COLL_STAGED", "off", 1); }, &m);
+  unsetenv("TMASHMEM_COLL_STAGED");
+  expect_setting_disagreement(st, m, "TMASHMEM_COLL_STAGED", "all", "off");
+}
+
 TEST_CASE("faults: per-PE settings (debug, stream memory ops) may differ") {
   std::string m;
   const tmashmem_status_t st = init_with_last_pe_differing(
