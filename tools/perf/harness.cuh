@@ -1,5 +1,6 @@
 // The benchmark harness, layer 3 of 3 (on harness_cuda.cuh and harness_options.h): the loops
-// that time a Case or StampCase, check its destination after every repetition and report it.
+// that time a Case (destination checked after every repetition) or a StampCase (checked once
+// after its repetitions) and report it.
 // The why of buffer slots: docs/performance.md.
 #pragma once
 

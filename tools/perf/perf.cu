@@ -1,7 +1,7 @@
 // tmashmem-perf and perf_nvshmem, one source: each runtime's communication measured beside
 // the copy engine and plain SM copies in the same run, with the same tests, kernels, checks,
 // table and CSV columns. PERF_NVSHMEM selects NVSHMEM's backend (backend.cuh),
-// otherwise tmashmem's. See harness.cuh for the command line, or --help.
+// otherwise tmashmem's. See harness_options.h for the command line, or --help.
 //
 // Every timed loop but coll's (check n/a) is followed by a check of its destination (poisoned
 // before the loop, compared with the source pattern after it, guard bytes after it

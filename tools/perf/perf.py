@@ -37,9 +37,6 @@ import sys
 
 KEY = ("runtime", "test", "op", "pes", "sms", "threads", "bytes")
 TIMED = {"pingpong", "msg_lat", "barrier"}  # figure of merit: time per operation
-FIELDS = ("runtime,test,op,pes,sms,threads,bytes,iters,reps,time_us_min,time_us_median,"
-          "time_us_max,gbps_min,gbps_median,gbps_max,mops_median,ref_op,ref_gbps,ratio_to_ref,"
-          "ceiling_d2d_gbps,ceiling_peer_gbps,bytes_moved,check,time_us_samples").split(",")
 
 
 def read_rows(paths):
@@ -52,7 +49,7 @@ def read_rows(paths):
     return rows, fields
 
 
-def write_rows(path, rows, fields=FIELDS):
+def write_rows(path, rows, fields):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()

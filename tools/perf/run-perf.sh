@@ -104,7 +104,7 @@ has() { [[ " $groups " == *" $1 "* ]]; }
 ops=() sm_sweep=1,2,4,8,16,32,64,96,all
 [ "$SET" = quick ] && ops=(-o tile_put,tile_get,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get) sm_sweep=32,64,96
 # Repetitions: ping-pong 16 = every flag slot; bandwidth and the tile message rate 8 = every
-# buffer slot twice (tools/perf/harness.cuh).
+# buffer slot twice (tools/perf/harness.cuh: buffer slots; harness_cuda.cuh: flag slots).
 has pingpong && both pingpong.np2 2 tmashmem-perf perf_nvshmem pingpong -b 8 -e 1M -f 8 -r 16
 for np in 1 2 4; do has barrier && both "barrier.np$np" "$np" tmashmem-perf perf_nvshmem barrier -r 5; done
 has bw && both bw.np2 2 tmashmem-perf perf_nvshmem bw -b 16K -e 256M -f 4 -s 16,all -r 8 "${ops[@]}"

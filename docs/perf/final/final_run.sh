@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The lead's final GPU run on merged main: build, every GPU test at np 1/2/4, then the
+# (A record of that run, not a script to rerun: tmashmem-coll-perf and coll-perf-nvshmem are
+# now `tmashmem-perf coll` and `perf_nvshmem coll`, and it ran ctest -j 2 under MPS.)
 # benchmarks of this session's changes, each bounded; logs into $OUT/final.tar.gz.
 set -u
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
