@@ -4,6 +4,10 @@
 // The why of buffer slots: docs/performance.md.
 #pragma once
 
+#include <functional>
+#include <map>
+#include <set>
+
 #include "tools/perf/harness_cuda.cuh"
 
 namespace perf {

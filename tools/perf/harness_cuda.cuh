@@ -6,6 +6,11 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
 
 #include "tools/perf/harness_options.h"
 

@@ -5,20 +5,13 @@
 #pragma once
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <random>
-#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
