@@ -142,9 +142,11 @@ const std::vector<std::pair<size_t, size_t>> kSmallOffsets = {
 const std::vector<std::pair<size_t, size_t>> kLargeOffsets = {{0, 0}, {3, 7}, {4, 12}};
 
 std::vector<Batch> make_batches(Scope scope) {
-  const std::vector<size_t> small = {1,   2,   3,   4,   5,    7,    8,    9,    15,   16,
-                                     17,  31,  32,  33,  63,   64,   65,   100,  127,  128,
-                                     129, 255, 256, 257, 1000, 4095, 4096, 4097, 65537};
+  // 10224, 10240, 10256: 639, 640 and 641 units, either side of the block scope's switch
+  // from one unit per step to copy_units at four units per thread of its 160 threads.
+  const std::vector<size_t> small = {
+      1,  2,   3,   4,   5,   7,   8,   9,   15,   16,   17,   31,   32,    33,    63,    64,
+      65, 100, 127, 128, 129, 255, 256, 257, 1000, 4095, 4096, 4097, 10224, 10240, 10256, 65537};
   const std::vector<size_t> large = {(size_t(1) << 20) + 3, (size_t(16) << 20) + 7, kMaxBytes};
   std::vector<Batch> batches;
   Batch all_small;
