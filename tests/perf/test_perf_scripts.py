@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/perf/perf.py on made-up rows: `merge` pools the launches of one measurement (the
 collectives' rows too) and recomputes every figure from the pool; `compare` says which rows of
-two (or three) runs agree and which are slower.
+two (or three) runs agree and which are slower; `plot`'s summary of tmashmem beside NVSHMEM.
 Standard library only (no GPU, no matplotlib)."""
 import csv
 import os
@@ -245,6 +245,41 @@ class CollTest(unittest.TestCase):
         record = os.path.join(PERF, "..", "..", "docs", "perf", "coll_np2.csv")
         out = run("compare", record, d).stdout
         self.assertIn("3 rows in common", out)
+
+
+class SummaryTest(unittest.TestCase):
+    """perf.py plot's summary.txt (tmashmem / NVSHMEM per row, failed checks), which needs no
+    matplotlib: plot_rows and summary called directly."""
+
+    def test_ratios_variants_and_failed_checks(self):
+        sys.path.insert(0, PERF)
+        import perf  # noqa: E402
+        rng = random.Random(SEED)
+        d = tempfile.mkdtemp()
+        t_us, n_us = round(rng.uniform(1, 9), 3), round(rng.uniform(1, 9), 3)
+        bw_tm, bw_nv = row("block_put", 16, 1 << 20, [t_us]), row("block_put", 16, 1 << 20, [n_us])
+        bw_nv["runtime"] = "nvshmem"
+        ping_tm = row("signal_relaxed", 1, 8, [t_us], test="pingpong")
+        ping_nv = row("signal", 1, 8, [n_us], test="pingpong")
+        ping_nv["runtime"] = "nvshmem"
+        bad = row("tile_put", 16, 1 << 20, [1.0], check="3 wrong")
+        lone = row("tile_get", 16, 1 << 20, [1.0])  # no NVSHMEM row: not in the ratios
+        write(os.path.join(d, "perf_tmashmem.csv"), [bw_tm, ping_tm, bad, lone])
+        write(os.path.join(d, "perf_nvshmem.csv"), [bw_nv, ping_nv])
+        rows = perf.plot_rows([os.path.join(d, "perf_tmashmem.csv"), os.path.join(d, "perf_nvshmem.csv")])
+        perf.summary(rows, d)
+        with open(os.path.join(d, "summary.txt")) as f:
+            text = f.read()
+        bw_line = next(l for l in text.splitlines() if "block_put" in l)
+        # GB/s for bandwidth rows: tmashmem's rate over NVSHMEM's = NVSHMEM's time over ours.
+        self.assertIn("= %.3f (nvshmem block_put)" % (float(bw_tm["gbps_median"]) /
+                                                     float(bw_nv["gbps_median"])), bw_line)
+        ping_line = next(l for l in text.splitlines() if "signal_relaxed" in l)
+        self.assertIn("= %.3f (nvshmem signal)" % (t_us / n_us), ping_line)  # time for latencies
+        self.assertNotIn("tile_get", text)
+        self.assertIn("FAILED destination check: tmashmem bw tile_put np2 16 SMs 1048576 B: 3 wrong",
+                      text)
+        self.assertNotIn("every checked destination OK", text)
 
 
 if __name__ == "__main__":
