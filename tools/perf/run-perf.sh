@@ -93,11 +93,18 @@ both() {
   done
 }
 # The groups of tests a set runs, in this order (PERF_SET: full, quick, or a list of groups).
+known="pingpong barrier bw bw_np1 bw_sms msg mcast coll shapes"
 case $SET in
-  full) groups="pingpong barrier bw bw_np1 bw_sms msg mcast coll shapes" ;;
+  full) groups=$known ;;
   quick) groups="pingpong bw bw_sms msg" ;;
   *) groups=$SET ;;
 esac
+for g in $groups; do
+  if [[ " $known " != *" $g "* ]]; then
+    echo "run-perf: PERF_SET has an unknown group '$g'; pass full, quick, or groups of: $known" >&2
+    exit 2
+  fi
+done
 [ "${PERF_SKIP_SHAPES:-0}" = 1 ] && groups=${groups/shapes/}
 has() { [[ " $groups " == *" $1 "* ]]; }
 # The quick set: the rows a change is first checked on, with their references, at 2 PEs.
