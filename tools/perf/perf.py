@@ -327,7 +327,8 @@ def plots(rows, out):
     for pes in pes_of("coll"):
         coll = [r for r in pick("coll") if r["pes"] == pes]
         panels(out, "coll_np%d.png" % pes, [
-            ("%s, %d PEs" % (op, pes), [r for r in coll if r["op"] == op], "bytes", "gbps", by("runtime"), size,
+            ("%s, %d PEs (line: runtime, n_sms; 0 = default)" % (op, pes), [r for r in coll if r["op"] == op],
+             "bytes", "gbps", by("runtime", "sms"), size,
              "busbw (GB/s)", {"scale": lambda r: BUS.get(r["op"], lambda n: (n - 1.0) / n)(r["pes"])})
             for op in sorted({r["op"] for r in coll})])
 
