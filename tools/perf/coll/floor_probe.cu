@@ -1,0 +1,196 @@
+// tmashmem-floor-probe: where the time of a small on-stream collective goes. In one run,
+// the same back-to-back timing (slowest rank's mean per call over `iters` calls, median of
+// `reps`), enqueued one by one and captured into one CUDA graph, of:
+//   - an empty kernel, 1 CTA of 32 threads, and in the collectives' launch shape (512
+//     threads, 32 KiB + 16 of dynamic shared memory);
+//   - a kernel that runs only the collectives' handshake (coll_exchange_all, empty body),
+//     with and without its Done half, on a state of its own;
+//   - tmashmem's on-stream all-reduce and all-gather of 4 KiB-256 KiB;
+// and the host's own cost per call: the enqueue loop timed on the CPU while a spin kernel
+// holds the stream (nothing runs, so the loop measures the host path alone).
+//
+//   mpirun -np 2 tmashmem-floor-probe [iters] [reps]
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tmashmem/collectives.h"
+#include "tmashmem/device.cuh"
+#include "tmashmem/tmashmem.h"
+#include "tools/perf/backend.cuh"
+
+namespace {
+
+constexpr int kCollThreads = 512;
+constexpr unsigned kCollSmem = 32u * 1024u + 16u;
+
+__global__ void empty_kernel() {}
+
+__global__ void spin_kernel(uint64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  while (t - t0 < ns);
+}
+
+__global__ void __launch_bounds__(kCollThreads)
+    handshake_kernel(const __grid_constant__ tmashmem_ctx_t ctx, tmashmem::CollState st,
+                     int done_handshake, uint64_t timeout_ns) {
+  const tmashmem::Status s = tmashmem::coll_exchange_all(
+      ctx, st, static_cast<int>(blockIdx.x), [] {}, timeout_ns, "probe handshake",
+      done_handshake != 0);
+  if (s != tmashmem::Status::Ok) __trap();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timing {
+  double gpu_us, graph_us, host_us;
+};
+
+// The three figures of one variant (every rank calls; slowest rank's numbers).
+Timing time_variant(cudaStream_t s, long iters, int reps, const std::function<void()>& enqueue) {
+  auto slowest = [](double mine) {
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return mine;
+  };
+  cudaEvent_t a, b;
+  PERF_CUDA(cudaEventCreate(&a));
+  PERF_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < 20; ++i) enqueue();
+  PERF_CUDA(cudaStreamSynchronize(s));
+  auto timed = [&](const std::function<void()>& body) {
+    std::vector<double> us;
+    for (int r = 0; r < reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      PERF_CUDA(cudaEventRecord(a, s));
+      body();
+      PERF_CUDA(cudaEventRecord(b, s));
+      PERF_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
+      us.push_back(slowest(1e3 * ms / double(iters)));
+    }
+    return median(us);
+  };
+  Timing t{};
+  t.gpu_us = timed([&] {
+    for (long i = 0; i < iters; ++i) enqueue();
+  });
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  PERF_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (long i = 0; i < iters; ++i) enqueue();
+  PERF_CUDA(cudaStreamEndCapture(s, &g));
+  PERF_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  PERF_CUDA(cudaGraphLaunch(exec, s));
+  PERF_CUDA(cudaStreamSynchronize(s));
+  t.graph_us = timed([&] { PERF_CUDA(cudaGraphLaunch(exec, s)); });
+  PERF_CUDA(cudaGraphExecDestroy(exec));
+  PERF_CUDA(cudaGraphDestroy(g));
+  // Host path: 200 calls behind a 20 ms spin (the queue holds them all).
+  std::vector<double> host;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    spin_kernel<<<1, 1, 0, s>>>(20'000'000ull);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 200; ++i) enqueue();
+    const auto t1 = std::chrono::steady_clock::now();
+    PERF_CUDA(cudaStreamSynchronize(s));
+    host.push_back(slowest(std::chrono::duration<double, std::micro>(t1 - t0).count() / 200));
+  }
+  t.host_us = median(host);
+  PERF_CUDA(cudaEventDestroy(a));
+  PERF_CUDA(cudaEventDestroy(b));
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const long iters = argc > 1 ? std::atol(argv[1]) : 1000;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  perf::tm_check(tmashmem_init(), "tmashmem_init");
+  const int me = tmashmem_my_pe(), npes = tmashmem_n_pes();
+  PERF_CUDA(cudaSetDevice(tmashmem_device()));
+  const size_t max_bytes = size_t(256) << 10;
+  float* src = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
+  float* dst = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
+  void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(4));
+  if (!src || !dst || !state) perf::die("tmashmem_malloc");
+  PERF_CUDA(cudaMemset(src, 0, max_bytes * npes));
+  const tmashmem::CollState st = tmashmem::coll_state(state, 4);
+  tmashmem_ctx_t ctx;
+  perf::tm_check(tmashmem_device_ctx(&ctx), "device_ctx");
+  perf::tm_check(tmashmem_barrier_all(), "barrier");
+  cudaStream_t s;
+  PERF_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const uint64_t timeout = 10'000'000'000ull;
+
+  struct Variant {
+    std::string name;
+    std::function<void()> enqueue;
+  };
+  std::vector<Variant> vs = {
+      {"empty <<<1,32>>>", [&] { empty_kernel<<<1, 32, 0, s>>>(); }},
+      {"empty <<<1,512,32K>>>", [&] { empty_kernel<<<1, kCollThreads, kCollSmem, s>>>(); }},
+      {"cudaGetDevice+cudaSetDevice+empty <<<1,512,32K>>>",
+       [&] {
+         int d = 0;
+         PERF_CUDA(cudaGetDevice(&d));
+         PERF_CUDA(cudaSetDevice(d));
+         empty_kernel<<<1, kCollThreads, kCollSmem, s>>>();
+       }},
+      {"allreduce of 0 elements (host checks, no launch)",
+       [&] {
+         perf::tm_check(tmashmem_allreduce_on_stream(dst, src, 0, TMASHMEM_DTYPE_F32,
+                                                     TMASHMEM_REDUCE_SUM, 0, 1, s),
+                        "allreduce 0");
+       }},
+      {"handshake, Ready only, 1 CTA",
+       [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 0, timeout); }},
+      {"handshake, Ready+Done, 1 CTA",
+       [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
+      {"handshake, Ready+Done, 4 CTAs",
+       [&] { handshake_kernel<<<4, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
+  };
+  for (size_t bytes : {size_t(4) << 10, size_t(64) << 10, size_t(256) << 10}) {
+    const std::string kb = std::to_string(bytes >> 10) + " KiB";
+    for (int sms : {1, 0}) {
+      const std::string tag = sms ? ", 1 CTA" : ", default CTAs";
+      vs.push_back({"allreduce " + kb + tag, [=, &s] {
+                      perf::tm_check(tmashmem_allreduce_on_stream(
+                                         dst, src, bytes / 4, TMASHMEM_DTYPE_F32,
+                                         TMASHMEM_REDUCE_SUM, TMASHMEM_ALLREDUCE_AUTO, sms, s),
+                                     "allreduce");
+                    }});
+    }
+    vs.push_back({"allgather " + kb + " (total), default CTAs", [=, &s] {
+                    perf::tm_check(
+                        tmashmem_allgather_on_stream(dst, src, bytes / size_t(npes), 0, s),
+                        "allgather");
+                  }});
+  }
+  if (me == 0)
+    std::printf("# %d PEs, %ld calls per sample, median of %d; us per call\n%-44s %9s %9s %9s\n",
+                npes, iters, reps, "variant", "enqueued", "graph", "host");
+  for (const Variant& v : vs) {
+    const Timing t = time_variant(s, iters, reps, v.enqueue);
+    if (me == 0)
+      std::printf("%-44s %9.3f %9.3f %9.3f\n", v.name.c_str(), t.gpu_us, t.graph_us, t.host_us);
+  }
+  PERF_CUDA(cudaStreamDestroy(s));
+  perf::tm_check(tmashmem_finalize(), "finalize");
+  MPI_Finalize();
+  return 0;
+}
