@@ -211,7 +211,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     if (staged > 0) ctas = staged;
     // Every argument that decides what the kernels do, with pointers as heap offsets
     // (what agrees across PEs).
-    std::vector<NamedArg> checked = {
+    CollArg checked[kMaxCollArgs] = {
         {"dest (heap offset)", coll_heap_offset(rt, q.dest)},
         {"src (heap offset)", coll_heap_offset(rt, q.src)},
         {"size", q.size},
@@ -221,14 +221,15 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
         {"root", static_cast<uint64_t>(q.root)},
         {"CTAs (n_sms, or its default)", static_cast<uint64_t>(ctas)},
     };
+    size_t n_checked = 8;
     if (q.kind == CollKind::Alltoallv) {
-      checked.push_back({"dest_bytes", q.dest_bytes});
-      checked.push_back({"src_bytes", q.src_bytes});
-      checked.push_back({"send_counts (heap offset)", coll_heap_offset(rt, q.arrays[0])});
-      checked.push_back({"send_offsets (heap offset)", coll_heap_offset(rt, q.arrays[1])});
-      checked.push_back({"recv_offsets (heap offset)", coll_heap_offset(rt, q.arrays[2])});
+      checked[n_checked++] = {"dest_bytes", q.dest_bytes};
+      checked[n_checked++] = {"src_bytes", q.src_bytes};
+      checked[n_checked++] = {"send_counts (heap offset)", coll_heap_offset(rt, q.arrays[0])};
+      checked[n_checked++] = {"send_offsets (heap offset)", coll_heap_offset(rt, q.arrays[1])};
+      checked[n_checked++] = {"recv_offsets (heap offset)", coll_heap_offset(rt, q.arrays[2])};
     }
-    TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked));
+    TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked, n_checked));
     if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;  // nothing to move
     if (staged > 0) {
       TMASHMEM_TRY(staging(rt, q.call, &args.staging));

@@ -1,6 +1,7 @@
 // Argument checks of the on-stream collectives (runtime/collectives_check.h).
 #include "runtime/collectives_check.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <string>
@@ -13,11 +14,33 @@
 namespace tmashmem {
 namespace {
 
-// Argument sets found symmetric, with the session they belong to (a new init starts over).
+// An argument set as the cache keys it: the call's name (its address: every public call
+// passes its own literal) and the values.
+struct CheckedKey {
+  size_t n = 0;  // words used
+  uint64_t words[1 + kMaxCollArgs] = {};
+  bool operator==(const CheckedKey& o) const {
+    return n == o.n && std::equal(words, words + n, o.words);
+  }
+};
+
+// Argument sets found symmetric, with the session they belong to (a new init starts over):
+// every set in `checked`, the last few also in `recent` (searched first, no allocation).
 struct CheckedCache {
   uint64_t job_id = 0;
   uint64_t heap_base = 0;
   std::set<std::vector<uint64_t>> checked;
+  static constexpr size_t kRecent = 8;
+  CheckedKey recent[kRecent];
+  size_t next_recent = 0;
+
+  bool in_recent(const CheckedKey& key) const {
+    return std::find(recent, recent + kRecent, key) != recent + kRecent;
+  }
+  void remember_recent(const CheckedKey& key) {
+    recent[next_recent] = key;
+    next_recent = (next_recent + 1) % kRecent;
+  }
 };
 CheckedCache g_checked;
 
@@ -91,23 +114,34 @@ tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op)
   return TMASHMEM_SUCCESS;
 }
 
-tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call,
-                                       const std::vector<NamedArg>& args) {
+tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, const CollArg* args,
+                                       size_t n) {
+  if (n > kMaxCollArgs)
+    return set_error(TMASHMEM_ERROR_INTERNAL, "%s: %zu arguments to check, more than %zu", call, n,
+                     kMaxCollArgs);
   const uint64_t base = rt.heap.my_base();
   if (g_checked.job_id != rt.job_id || g_checked.heap_base != base) {
-    g_checked.checked.clear();
+    g_checked = CheckedCache{};
     g_checked.job_id = rt.job_id;
     g_checked.heap_base = base;
   }
-  std::vector<uint64_t> key;
-  key.push_back(std::hash<std::string>()(call));
-  for (const NamedArg& a : args) key.push_back(a.second);
+  CheckedKey key;
+  key.words[key.n++] = reinterpret_cast<uintptr_t>(call);
+  for (size_t i = 0; i < n; ++i) key.words[key.n++] = args[i].value;
   const bool always = rt.config.debug >= 1;
-  if (!always && g_checked.checked.count(key) != 0) return TMASHMEM_SUCCESS;
-  TMASHMEM_TRY(check_symmetric(call, args,
+  if (!always && g_checked.in_recent(key)) return TMASHMEM_SUCCESS;
+  std::vector<uint64_t> words(key.words, key.words + key.n);
+  if (!always && g_checked.checked.count(words) != 0) {
+    g_checked.remember_recent(key);
+    return TMASHMEM_SUCCESS;
+  }
+  std::vector<NamedArg> named;
+  for (size_t i = 0; i < n; ++i) named.emplace_back(args[i].name, args[i].value);
+  TMASHMEM_TRY(check_symmetric(call, named,
                                "every PE must make the same collective call with the same "
                                "buffers, sizes, dtype, op, root, algorithm and n_sms"));
-  g_checked.checked.insert(key);
+  g_checked.checked.insert(std::move(words));
+  g_checked.remember_recent(key);
   return TMASHMEM_SUCCESS;
 }
 

@@ -32,11 +32,20 @@ tmashmem_status_t coll_check_reduction(const char* call, uint32_t dtype, int op)
 size_t coll_dtype_bytes(uint32_t dtype);
 std::string coll_dtype_name(uint32_t dtype);  // "TMASHMEM_DTYPE_F32", ...
 
-// COLLECTIVE when it checks: the runtime's symmetry check (check_symmetric) of `args`,
+// One argument of the symmetry check: its name (for the message) and its value.
+struct CollArg {
+  const char* name;
+  uint64_t value;
+};
+constexpr size_t kMaxCollArgs = 16;  // the most a collective checks (alltoallv: 13)
+
+// COLLECTIVE when it checks: the runtime's symmetry check (check_symmetric) of args[0, n),
 // on the first call with these exact values on this PE, or always when TMASHMEM_DEBUG >= 1.
-// Values found symmetric are remembered until finalize.
-tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call,
-                                       const std::vector<NamedArg>& args);
+// Values found symmetric are remembered until finalize. A call that was checked before
+// costs a comparison with the last few argument sets, no allocation (it is on the path of
+// every small collective: docs/runs.md, "The floor of a small collective").
+tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, const CollArg* args,
+                                       size_t n);
 
 // Heap offset of a symmetric pointer (the value that agrees across PEs), or ~0 for NULL.
 uint64_t coll_heap_offset(const Runtime& rt, const void* ptr);

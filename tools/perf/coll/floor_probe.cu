@@ -9,7 +9,11 @@
 // and the host's own cost per call: the enqueue loop timed on the CPU while a spin kernel
 // holds the stream (nothing runs, so the loop measures the host path alone).
 //
-//   mpirun -np 2 tmashmem-floor-probe [iters] [reps]
+// With "sweep", the rows are the all-reduce, all-gather and reduce-scatter of 4 KiB - 1 MiB
+// at n_sms 0 (the library's choice), 1, 2, 4, ..., 32 instead.
+//
+//   mpirun -np 2 tmashmem-floor-probe [iters] [reps] [sweep]
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tmashmem/collectives.h"
@@ -31,6 +36,12 @@ constexpr int kCollThreads = 512;
 constexpr unsigned kCollSmem = 32u * 1024u + 16u;
 
 __global__ void empty_kernel() {}
+
+// An empty kernel with a parameter the size of the collectives' (CollArgs).
+struct Params {
+  unsigned char bytes[256];
+};
+__global__ void empty_params_kernel(const __grid_constant__ Params) {}
 
 __global__ void spin_kernel(uint64_t ns) {
   uint64_t t0, t;
@@ -46,6 +57,13 @@ __global__ void __launch_bounds__(kCollThreads)
       ctx, st, static_cast<int>(blockIdx.x), [] {}, timeout_ns, "probe handshake",
       done_handshake != 0);
   if (s != tmashmem::Status::Ok) __trap();
+}
+
+// The handshake's pieces without a peer: what = 1: the step's epoch read and written back
+// (coll_begin, coll_end); 2: the proxy fence every thread runs first; 3: both.
+__global__ void __launch_bounds__(kCollThreads) pieces_kernel(tmashmem::CollState st, int what) {
+  if (what & 2) tmashmem::detail::fence_proxy_async();
+  if (what & 1) tmashmem::coll_end(st, tmashmem::coll_begin(st, static_cast<int>(blockIdx.x)));
 }
 
 double median(std::vector<double> v) {
@@ -120,6 +138,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const long iters = argc > 1 ? std::atol(argv[1]) : 1000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  const bool sweep = argc > 3 && std::string(argv[3]) == "sweep";
   perf::tm_check(tmashmem_init(), "tmashmem_init");
   const int me = tmashmem_my_pe(), npes = tmashmem_n_pes();
   PERF_CUDA(cudaSetDevice(tmashmem_device()));
@@ -127,9 +146,11 @@ int main(int argc, char** argv) {
   float* src = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
   float* dst = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(4));
-  if (!src || !dst || !state) perf::die("tmashmem_malloc");
+  void* own_state = tmashmem_calloc(1, tmashmem::coll_state_bytes(1));  // pieces_kernel's
+  if (!src || !dst || !state || !own_state) perf::die("tmashmem_malloc");
   PERF_CUDA(cudaMemset(src, 0, max_bytes * npes));
   const tmashmem::CollState st = tmashmem::coll_state(state, 4);
+  const tmashmem::CollState own = tmashmem::coll_state(own_state, 1);
   tmashmem_ctx_t ctx;
   perf::tm_check(tmashmem_device_ctx(&ctx), "device_ctx");
   perf::tm_check(tmashmem_barrier_all(), "barrier");
@@ -141,45 +162,78 @@ int main(int argc, char** argv) {
     std::string name;
     std::function<void()> enqueue;
   };
-  std::vector<Variant> vs = {
-      {"empty <<<1,32>>>", [&] { empty_kernel<<<1, 32, 0, s>>>(); }},
-      {"empty <<<1,512,32K>>>", [&] { empty_kernel<<<1, kCollThreads, kCollSmem, s>>>(); }},
-      {"cudaGetDevice+cudaSetDevice+empty <<<1,512,32K>>>",
-       [&] {
-         int d = 0;
-         PERF_CUDA(cudaGetDevice(&d));
-         PERF_CUDA(cudaSetDevice(d));
-         empty_kernel<<<1, kCollThreads, kCollSmem, s>>>();
-       }},
-      {"allreduce of 0 elements (host checks, no launch)",
-       [&] {
-         perf::tm_check(tmashmem_allreduce_on_stream(dst, src, 0, TMASHMEM_DTYPE_F32,
-                                                     TMASHMEM_REDUCE_SUM, 0, 1, s),
-                        "allreduce 0");
-       }},
-      {"handshake, Ready only, 1 CTA",
-       [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 0, timeout); }},
-      {"handshake, Ready+Done, 1 CTA",
-       [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
-      {"handshake, Ready+Done, 4 CTAs",
-       [&] { handshake_kernel<<<4, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
+  std::vector<Variant> vs;
+  const Params params{};
+  CUfunction empty_params_fn = nullptr;
+  PERF_CUDA(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&empty_params_fn),
+                                reinterpret_cast<const void*>(empty_params_kernel)));
+  auto allreduce = [&](size_t bytes, int sms) {
+    perf::tm_check(
+        tmashmem_allreduce_on_stream(dst, src, bytes / 4, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                     TMASHMEM_ALLREDUCE_AUTO, sms, s),
+        "allreduce");
   };
-  for (size_t bytes : {size_t(4) << 10, size_t(64) << 10, size_t(256) << 10}) {
-    const std::string kb = std::to_string(bytes >> 10) + " KiB";
-    for (int sms : {1, 0}) {
-      const std::string tag = sms ? ", 1 CTA" : ", default CTAs";
-      vs.push_back({"allreduce " + kb + tag, [=, &s] {
-                      perf::tm_check(tmashmem_allreduce_on_stream(
-                                         dst, src, bytes / 4, TMASHMEM_DTYPE_F32,
-                                         TMASHMEM_REDUCE_SUM, TMASHMEM_ALLREDUCE_AUTO, sms, s),
-                                     "allreduce");
-                    }});
+  auto allgather = [&](size_t bytes, int sms) {  // bytes: the total (what dest receives)
+    perf::tm_check(tmashmem_allgather_on_stream(dst, src, bytes / size_t(npes), sms, s),
+                   "allgather");
+  };
+  auto reduce_scatter = [&](size_t bytes, int sms) {  // bytes: the send buffer
+    perf::tm_check(
+        tmashmem_reduce_scatter_on_stream(dst, src, bytes / 4 / size_t(npes), TMASHMEM_DTYPE_F32,
+                                          TMASHMEM_REDUCE_SUM, sms, s),
+        "reduce_scatter");
+  };
+  const std::string ctas = " CTAs";
+  if (sweep) {
+    const std::pair<const char*, std::function<void(size_t, int)>> kinds[] = {
+        {"allreduce", allreduce}, {"allgather", allgather}, {"reducescatter", reduce_scatter}};
+    for (const auto& kind : kinds)
+      for (size_t kib : {4, 16, 64, 256, 1024})
+        for (int sms : {0, 1, 2, 4, 8, 16, 32}) {
+          const auto& call = kind.second;
+          vs.push_back({std::string(kind.first) + " " + std::to_string(kib) + " KiB, " +
+                            (sms ? std::to_string(sms) + ctas : "default" + ctas),
+                        [=] { call(kib << 10, sms); }});
+        }
+  } else {
+    vs = {
+        {"empty <<<1,32>>>", [&] { empty_kernel<<<1, 32, 0, s>>>(); }},
+        {"empty <<<1,512,32K>>>", [&] { empty_kernel<<<1, kCollThreads, kCollSmem, s>>>(); }},
+        {"empty <<<1,512,32K>>>, 256-byte parameter",
+         [&] { empty_params_kernel<<<1, kCollThreads, kCollSmem, s>>>(params); }},
+        {"the same by cuLaunchKernel",
+         [&] {
+           void* args[] = {const_cast<Params*>(&params)};
+           if (cuLaunchKernel(empty_params_fn, 1, 1, 1, kCollThreads, 1, 1, kCollSmem, s, args,
+                              nullptr) != CUDA_SUCCESS)
+             perf::die("cuLaunchKernel");
+         }},
+        {"cudaGetDevice+cudaSetDevice+empty <<<1,512,32K>>>",
+         [&] {
+           int d = 0;
+           PERF_CUDA(cudaGetDevice(&d));
+           PERF_CUDA(cudaSetDevice(d));
+           empty_kernel<<<1, kCollThreads, kCollSmem, s>>>();
+         }},
+        {"allreduce of 0 elements (host checks, no launch)", [&] { allreduce(0, 1); }},
+        {"epoch read + write (coll_begin, coll_end), 1 CTA",
+         [&] { pieces_kernel<<<1, kCollThreads, 0, s>>>(own, 1); }},
+        {"fence.proxy.async in every thread, 1 CTA",
+         [&] { pieces_kernel<<<1, kCollThreads, 0, s>>>(own, 2); }},
+        {"both, 1 CTA", [&] { pieces_kernel<<<1, kCollThreads, 0, s>>>(own, 3); }},
+        {"handshake, Ready only, 1 CTA",
+         [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 0, timeout); }},
+        {"handshake, Ready+Done, 1 CTA",
+         [&] { handshake_kernel<<<1, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
+        {"handshake, Ready+Done, 4 CTAs",
+         [&] { handshake_kernel<<<4, kCollThreads, 0, s>>>(ctx, st, 1, timeout); }},
+    };
+    for (size_t kib : {4, 64, 256}) {
+      const std::string k = std::to_string(kib) + " KiB";
+      vs.push_back({"allreduce " + k + ", 1 CTA", [=] { allreduce(kib << 10, 1); }});
+      vs.push_back({"allreduce " + k + ", default CTAs", [=] { allreduce(kib << 10, 0); }});
+      vs.push_back({"allgather " + k + " (total), default CTAs", [=] { allgather(kib << 10, 0); }});
     }
-    vs.push_back({"allgather " + kb + " (total), default CTAs", [=, &s] {
-                    perf::tm_check(
-                        tmashmem_allgather_on_stream(dst, src, bytes / size_t(npes), 0, s),
-                        "allgather");
-                  }});
   }
   if (me == 0)
     std::printf("# %d PEs, %ld calls per sample, median of %d; us per call\n%-44s %9s %9s %9s\n",
