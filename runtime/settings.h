@@ -35,6 +35,6 @@
   X(bootstrap_timeout_ms, "TMASHMEM_BOOTSTRAP_TIMEOUT_MS", IntAtLeast1, Scope::Job, "120000", "bound in milliseconds on every blocking bootstrap call; a missing PE becomes an error naming it") \
   X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, Scope::Job, "auto", "NVLink multicast over the heap: auto (used when every condition allows; docs/multicast.md), on (its absence is an init error), off") \
   X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, Scope::Pe, "on", "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the device supports them; off (or 0): always the library's one-thread kernels") \
-  X(coll_staged, "TMASHMEM_COLL_STAGED", CollStagedChoice, Scope::Job, "all", "which on-stream collectives of at most 256 KiB per peer run in one handshake through the staging region (docs/collectives.md): all (all-gather, all-to-all, reduce-scatter, one-shot all-reduce, broadcast), gather (only all-gather and all-to-all: measured faster, docs/runs.md), off") \
+  X(coll_staged, "TMASHMEM_COLL_STAGED", CollStagedChoice, Scope::Job, "gather", "which on-stream collectives of at most 256 KiB per peer run in one handshake through the staging region (docs/collectives.md): gather (all-gather and all-to-all: measured fastest, docs/runs.md), all (also reduce-scatter, one-shot all-reduce, broadcast), off") \
   X(debug, "TMASHMEM_DEBUG", IntAtLeast0, Scope::Pe, "0", "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth")
 // clang-format on

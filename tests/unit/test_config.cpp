@@ -118,11 +118,12 @@ TEST_CASE("config: TMASHMEM_STREAM_MEM_OPS is on by default; 0 or off selects th
   CHECK(listed);  // so tmashmem-info prints it
 }
 
-TEST_CASE("config: TMASHMEM_COLL_STAGED is all by default; gather, off and bad words") {
+TEST_CASE("config: TMASHMEM_COLL_STAGED is gather by default; all, off and bad words") {
   Config c;
   unsetenv("TMASHMEM_COLL_STAGED");
+  c.coll_staged = CollStaged::Off;
   REQUIRE(load_config(nullptr, &c) == TMASHMEM_SUCCESS);
-  CHECK(c.coll_staged == CollStaged::All);
+  CHECK(c.coll_staged == CollStaged::Gather);
   const struct {
     const char* text;
     CollStaged want;

@@ -128,7 +128,7 @@ TEST_CASE("faults: a per-PE TMASHMEM_COLL_STAGED is a symmetry error") {
   const tmashmem_status_t st = init_with_last_pe_differing(
       [](tmashmem_init_attr_t*) { setenv("TMASHMEM_COLL_STAGED", "off", 1); }, &m);
   unsetenv("TMASHMEM_COLL_STAGED");
-  expect_setting_disagreement(st, m, "TMASHMEM_COLL_STAGED", "all", "off");
+  expect_setting_disagreement(st, m, "TMASHMEM_COLL_STAGED", "gather", "off");
 }
 
 TEST_CASE("faults: per-PE settings (debug, stream memory ops) may differ") {

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   perf::tm_check(tmashmem_init(), "tmashmem_init");
   const int me = tmashmem_my_pe(), npes = tmashmem_n_pes();
   PERF_CUDA(cudaSetDevice(tmashmem_device()));
-  const size_t max_bytes = size_t(256) << 10;
+  const size_t max_bytes = size_t(1) << 20;  // the largest row of the sweep
   float* src = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
   float* dst = static_cast<float*>(tmashmem_malloc(max_bytes * npes));
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(4));
