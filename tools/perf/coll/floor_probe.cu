@@ -7,7 +7,8 @@
 //     with and without its Done half, on a state of its own;
 //   - tmashmem's on-stream all-reduce and all-gather of 4 KiB-256 KiB;
 // and the host's own cost per call: the enqueue loop timed on the CPU while a spin kernel
-// holds the stream (nothing runs, so the loop measures the host path alone).
+// holds the stream (nothing runs, so the loop measures the host path alone), median and
+// minimum over three times the repetitions.
 //
 // With "sweep", the rows are the all-reduce, all-gather and reduce-scatter of 4 KiB - 1 MiB
 // at n_sms 0 (the library's choice), 1, 2, 4, ..., 32 instead.
@@ -72,7 +73,7 @@ double median(std::vector<double> v) {
 }
 
 struct Timing {
-  double gpu_us, graph_us, host_us;
+  double gpu_us, graph_us, host_us, host_min_us;
 };
 
 // The three figures of one variant (every rank calls; slowest rank's numbers).
@@ -117,7 +118,7 @@ Timing time_variant(cudaStream_t s, long iters, int reps, const std::function<vo
   PERF_CUDA(cudaGraphDestroy(g));
   // Host path: 200 calls behind a 20 ms spin (the queue holds them all).
   std::vector<double> host;
-  for (int r = 0; r < reps; ++r) {
+  for (int r = 0; r < 3 * reps; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     spin_kernel<<<1, 1, 0, s>>>(20'000'000ull);
     const auto t0 = std::chrono::steady_clock::now();
@@ -127,6 +128,7 @@ Timing time_variant(cudaStream_t s, long iters, int reps, const std::function<vo
     host.push_back(slowest(std::chrono::duration<double, std::micro>(t1 - t0).count() / 200));
   }
   t.host_us = median(host);
+  t.host_min_us = *std::min_element(host.begin(), host.end());
   PERF_CUDA(cudaEventDestroy(a));
   PERF_CUDA(cudaEventDestroy(b));
   return t;
@@ -216,6 +218,12 @@ int main(int argc, char** argv) {
            empty_kernel<<<1, kCollThreads, kCollSmem, s>>>();
          }},
         {"allreduce of 0 elements (host checks, no launch)", [&] { allreduce(0, 1); }},
+        {"tmashmem_barrier_all_on_stream",
+         [&] { perf::tm_check(tmashmem_barrier_all_on_stream(s), "barrier_all_on_stream"); }},
+        {"broadcast 4 KiB, default CTAs",
+         [&] {
+           perf::tm_check(tmashmem_broadcast_on_stream(dst, src, 4096, 0, 0, s), "broadcast");
+         }},
         {"epoch read + write (coll_begin, coll_end), 1 CTA",
          [&] { pieces_kernel<<<1, kCollThreads, 0, s>>>(own, 1); }},
         {"fence.proxy.async in every thread, 1 CTA",
@@ -236,12 +244,15 @@ int main(int argc, char** argv) {
     }
   }
   if (me == 0)
-    std::printf("# %d PEs, %ld calls per sample, median of %d; us per call\n%-44s %9s %9s %9s\n",
-                npes, iters, reps, "variant", "enqueued", "graph", "host");
+    std::printf(
+        "# %d PEs, %ld calls per sample, median of %d (host: of %d, and their minimum); us per "
+        "call\n%-44s %9s %9s %9s %9s\n",
+        npes, iters, reps, 3 * reps, "variant", "enqueued", "graph", "host", "host min");
   for (const Variant& v : vs) {
     const Timing t = time_variant(s, iters, reps, v.enqueue);
     if (me == 0)
-      std::printf("%-44s %9.3f %9.3f %9.3f\n", v.name.c_str(), t.gpu_us, t.graph_us, t.host_us);
+      std::printf("%-44s %9.3f %9.3f %9.3f %9.3f\n", v.name.c_str(), t.gpu_us, t.graph_us,
+                  t.host_us, t.host_min_us);
   }
   PERF_CUDA(cudaStreamDestroy(s));
   perf::tm_check(tmashmem_finalize(), "finalize");
