@@ -23,8 +23,8 @@ beyond A's spread in both B and C. Exits 0 (the verdict is in the text: a measur
 plot: into DIR (where the rows exist) bw_vs_size_np<N>.png (GB/s vs size, put and get, at each
 swept SM count), bw_vs_sms_np<N>.png (GB/s and GB/s per SM at the SM sweep's size),
 ratio_vs_size_np<N>.png (each tmashmem op over the copy engine), latency_vs_size.png (ping-pong
-and op + quiet), msg_rate.png, barrier.png, mcast_np<N>.png, coll_np<N>.png (busbw), and
-summary.txt: tmashmem beside NVSHMEM wherever both measured a row, and failed checks (the goals
+and op + quiet), msg_rate.png, barrier.png, mcast_np<N>.png, coll_np<N>.png (busbw),
+coll_time_np<N>.png (us per call, the floors dotted), and summary.txt: tmashmem beside NVSHMEM wherever both measured a row, and failed checks (the goals
 live in docs/performance.md, not here). Error bars: min..max over repetitions.
 """
 import argparse
@@ -325,12 +325,20 @@ def plots(rows, out):
              [r for r in pick("mcast") if r["pes"] == pes and r["sms"] == s], "bytes", "gbps", by("op"), size,
              "GB/s (every copy counted)", {}) for s in sorted({r["sms"] for r in pick("mcast")})])
     for pes in pes_of("coll"):
-        coll = [r for r in pick("coll") if r["pes"] == pes]
+        coll = [r for r in pick("coll") if r["pes"] == pes and r["bytes"] > 0]
+        # The floors (launch, handshake: rows without data) as dotted lines on the time panels.
+        floors = [(r["time_us_median"], "%s %s" % (r["runtime"], r["op"]))
+                  for r in pick("coll") if r["pes"] == pes and r["bytes"] == 0]
+        ops = sorted({r["op"] for r in coll})
         panels(out, "coll_np%d.png" % pes, [
             ("%s, %d PEs (line: runtime, n_sms; 0 = default)" % (op, pes), [r for r in coll if r["op"] == op],
              "bytes", "gbps", by("runtime", "sms"), size,
              "busbw (GB/s)", {"scale": lambda r: BUS.get(r["op"], lambda n: (n - 1.0) / n)(r["pes"])})
-            for op in sorted({r["op"] for r in coll})])
+            for op in ops])
+        panels(out, "coll_time_np%d.png" % pes, [
+            ("%s, %d PEs: time per call (dotted: floors, no data)" % (op, pes),
+             [r for r in coll if r["op"] == op], "bytes", "time_us", by("runtime", "sms"), size,
+             "us per call", {"logy": True, "lines": floors}) for op in ops])
 
 
 def summary(rows, out):

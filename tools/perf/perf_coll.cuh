@@ -6,7 +6,11 @@
 // rank's mean time per call over -n calls (after -w warm-up calls), enqueued one by one or,
 // with --graph 1, captured into one CUDA graph (runtime <name>-graph). GB/s = size / time
 // (algbw). Not checked (check n/a). -s: tmashmem's n_sms (0: the library's choice), swept;
-// --algo: its all-reduce algorithm. Included by perf.cu after the backend.
+// --algo: its all-reduce algorithm. First, the floor of every row, timed the same way: `launch`,
+// an empty kernel in the collectives' launch shape (1 CTA of 512 threads, 32 KiB + 16 of
+// dynamic shared memory), and in the tmashmem build `handshake`, the collectives' handshake
+// alone (Ready and Done with every peer, one CTA, no data). Included by perf.cu after the
+// backend.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -88,6 +92,18 @@ inline void nccl_coll(Coll c, void* dst, const void* src, size_t bytes, ncclComm
 }
 #endif
 
+__global__ void coll_launch_kernel() {}
+
+#if PERF_TMASHMEM
+__global__ void __launch_bounds__(512)
+    coll_handshake_kernel(const __grid_constant__ tmashmem_ctx_t ctx, tmashmem::CollState st,
+                          uint64_t timeout_ns) {
+  if (tmashmem::coll_exchange_all(
+          ctx, st, 0, [] {}, timeout_ns, "coll handshake row") != tmashmem::Status::Ok)
+    __trap();
+}
+#endif
+
 // Per repetition, the slowest rank's mean microseconds per call of `enqueue` on `s` over
 // `iters` calls (`warmup` calls first; with `graph`, the iters calls captured into one graph,
 // launched once untimed).
@@ -160,14 +176,42 @@ inline int test_coll(const Options& opt, Report& report, int) {
 #elif PERF_TMASHMEM
   if (mpi_rank() == 0) std::printf("# NCCL rows left out: built without NCCL\n");
 #endif
+  const std::string runtime = std::string(Runtime::kName) + (opt.graph ? "-graph" : "");
+  std::vector<std::pair<std::string, std::function<void()>>> floors = {
+      {"launch", [&] { coll_launch_kernel<<<1, 512, 32 * 1024 + 16, stream>>>(); }}};
+#if PERF_TMASHMEM
+  void* state = Runtime::alloc(tmashmem::coll_state_bytes(1));  // zeroed on every PE before use
+  PERF_CUDA(cudaMemset(state, 0, tmashmem::coll_state_bytes(1)));
+  PERF_CUDA(cudaDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD);
+  tmashmem_ctx_t ctx;
+  tm_check(tmashmem_device_ctx(&ctx), "tmashmem_device_ctx");
+  const tmashmem::CollState st = tmashmem::coll_state(state, 1);
+  floors.push_back({"handshake", [&] {
+                      coll_handshake_kernel<<<1, 512, 0, stream>>>(ctx, st, opt.timeout_ns());
+                    }});
+#endif
+  report.table_header("coll: " + runtime + " floors (no data)");
+  for (const auto& floor : floors) {
+    if (!opt.want(floor.first)) continue;
+    Row row("coll", floor.first, 1, 512, 0, iters);
+    row.runtime = runtime;
+    row.check = "n/a";
+    row.set_samples(
+        time_all_ranks(opt, stream, iters, warmup, runtime + " " + floor.first, floor.second));
+    report.add(row);
+  }
+#if PERF_TMASHMEM
+  Runtime::free(state);
+#endif
   const size_t unit = 4 * size_t(mpi_size());  // whole floats per rank
   for (const auto& impl : impls) {
     const std::string& name = impl.first;
     const Enqueue& enqueue = impl.second;
-    const std::string runtime = name + (opt.graph ? "-graph" : "");
+    const std::string impl_runtime = name + (opt.graph ? "-graph" : "");
     const std::vector<int> sms_list =
         name == Runtime::kName && PERF_TMASHMEM ? n_sms : std::vector<int>{0};
-    report.table_header("coll: " + runtime + " on-stream collectives, float");
+    report.table_header("coll: " + impl_runtime + " on-stream collectives, float");
     for (int c = 0; c < int(std::size(kCollNames)); ++c) {
       if (!opt.want(kCollNames[c])) continue;
       for (int sms : sms_list)
@@ -175,9 +219,10 @@ inline int test_coll(const Options& opt, Report& report, int) {
           const size_t size = bytes / unit * unit;
           if (size == 0) continue;
           Row row("coll", kCollNames[c], sms, 0, size, iters);
-          row.runtime = runtime;
+          row.runtime = impl_runtime;
           row.check = "n/a";
-          const std::string what = runtime + " " + row.op + " (" + std::to_string(size) + " B)";
+          const std::string what =
+              impl_runtime + " " + row.op + " (" + std::to_string(size) + " B)";
           row.set_samples(time_all_ranks(opt, stream, iters, warmup, what,
                                          [&] { enqueue(Coll(c), size, sms); }));
           report.add(row);
