@@ -125,10 +125,12 @@ for np in 2 4; do has mcast && both "mcast.np$np" "$np" tmashmem-perf "" mcast -
 for np in ${PERF_COLL_NP:-2 4}; do  # PERF_COLL_NP=2: 2 PEs only
   has coll || break
   both "coll.np$np" "$np" tmashmem-perf perf_nvshmem coll -b 4K -e 4M -f 2 -n 20 -w 5 -r 1
-  both "coll_big.np$np" "$np" tmashmem-perf "" coll -b 8M -e 256M -f 2 -n 5 -w 2 -r 1
+  # The floors (launch, handshake) belong to the small run; -o leaves them out here.
+  big=(coll -b 8M -f 2 -n 5 -w 2 -r 1 -o allreduce,allgather,reducescatter,alltoall,broadcast)
+  both "coll_big.np$np" "$np" tmashmem-perf "" "${big[@]}" -e 256M
   # NVSHMEM 3.4.5's on-stream reduce-scatter of 128 MiB failed (unspecified launch failure,
   # 2 PEs under MPS): its rows stop at 64 MiB.
-  both "coll_big.np$np" "$np" "" perf_nvshmem coll -b 8M -e 64M -f 2 -n 5 -w 2 -r 1
+  both "coll_big.np$np" "$np" "" perf_nvshmem "${big[@]}" -e 64M
 done
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
 for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
