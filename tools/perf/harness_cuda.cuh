@@ -175,7 +175,7 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
 // thread or from the whole block.
 enum class PingOp { Signal, SignalRelaxed, PutSignalThread, PutSignalBlock };
 
-// Repetition r of a ping-pong waits on flag slot r % kPingFlagSlots (docs/performance.md,
+// Repetition r of a ping-pong waits on flag slot r % kPingFlagSlots (docs/perf-method.md,
 // "Do two runs agree?"); the stride is no power of two, so slots differ in many address bits.
 constexpr int kPingFlagSlots = 16;
 constexpr size_t kPingFlagStride = 4096 + 256;

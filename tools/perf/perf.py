@@ -24,8 +24,9 @@ plot: into DIR (where the rows exist) bw_vs_size_np<N>.png (GB/s vs size, put an
 swept SM count), bw_vs_sms_np<N>.png (GB/s and GB/s per SM at the SM sweep's size),
 ratio_vs_size_np<N>.png (each tmashmem op over the copy engine), latency_vs_size.png (ping-pong
 and op + quiet), msg_rate.png, barrier.png, mcast_np<N>.png, coll_np<N>.png (busbw),
-coll_time_np<N>.png (us per call, the floors dotted), and summary.txt: tmashmem beside NVSHMEM wherever both measured a row, and failed checks (the goals
-live in docs/performance.md, not here). Error bars: min..max over repetitions.
+coll_time_np<N>.png (us per call, the floors as black lines), and summary.txt: tmashmem
+beside NVSHMEM wherever both measured a row, and failed checks (the goals live in
+docs/performance.md, not here). Error bars: min..max over repetitions.
 """
 import argparse
 import collections
@@ -267,8 +268,8 @@ def panels(out, name, specs, ncols=2):
     fig, axes = plt.subplots(nrows, ncols, figsize=(7 * ncols, 5 * nrows), squeeze=False)
     for ax, (title, rows, x, metric, label, xlabel, ylabel, opt) in zip(axes.flat, specs):
         draw(ax, rows, x, metric, label, opt.get("scale", lambda r: 1.0))
-        for y, text in opt.get("lines", []):
-            ax.axhline(y, color="k", linewidth=0.8, linestyle=":", label=text)
+        for i, (y, text) in enumerate(opt.get("lines", [])):
+            ax.axhline(y, color="k", linewidth=0.8, linestyle=(":", "-.", "--")[i % 3], label=text)
         style(ax, title, xlabel, ylabel, opt.get("logx", True), opt.get("logy", False))
     for ax in list(axes.flat)[len(specs):]:
         ax.axis("off")
@@ -326,7 +327,7 @@ def plots(rows, out):
              "GB/s (every copy counted)", {}) for s in sorted({r["sms"] for r in pick("mcast")})])
     for pes in pes_of("coll"):
         coll = [r for r in pick("coll") if r["pes"] == pes and r["bytes"] > 0]
-        # The floors (launch, handshake: rows without data) as dotted lines on the time panels.
+        # The floors (launch, handshake: rows without data) as black lines on the time panels.
         floors = [(r["time_us_median"], "%s %s" % (r["runtime"], r["op"]))
                   for r in pick("coll") if r["pes"] == pes and r["bytes"] == 0]
         ops = sorted({r["op"] for r in coll})
@@ -336,7 +337,7 @@ def plots(rows, out):
              "busbw (GB/s)", {"scale": lambda r: BUS.get(r["op"], lambda n: (n - 1.0) / n)(r["pes"])})
             for op in ops])
         panels(out, "coll_time_np%d.png" % pes, [
-            ("%s, %d PEs: time per call (dotted: floors, no data)" % (op, pes),
+            ("%s, %d PEs: time per call (black lines: floors, no data)" % (op, pes),
              [r for r in coll if r["op"] == op], "bytes", "time_us", by("runtime", "sms"), size,
              "us per call", {"logy": True, "lines": floors}) for op in ops])
 
