@@ -215,6 +215,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     // Every argument that decides what the kernels do, with pointers as heap offsets
     // (what agrees across PEs).
     CollArg checked[kMaxCollArgs] = {
+        // the first kCommonArgs, for every kind
         {"dest (heap offset)", coll_heap_offset(rt, q.dest)},
         {"src (heap offset)", coll_heap_offset(rt, q.src)},
         {"size", q.size},
@@ -224,7 +225,8 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
         {"root", static_cast<uint64_t>(q.root)},
         {"CTAs (n_sms, or its default)", static_cast<uint64_t>(ctas)},
     };
-    size_t n_checked = 8;
+    constexpr size_t kCommonArgs = 8;
+    size_t n_checked = kCommonArgs;
     if (q.kind == CollKind::Alltoallv) {
       checked[n_checked++] = {"dest_bytes", q.dest_bytes};
       checked[n_checked++] = {"src_bytes", q.src_bytes};

@@ -14,22 +14,26 @@
 namespace tmashmem {
 namespace {
 
-// An argument set as the cache keys it: the call's name (its address: every public call
-// passes its own literal) and the values.
+// An argument set as the cache keys it: the call's name by its address (the caller passes a
+// string literal, one per public call, so the address names the call) and the values.
 struct CheckedKey {
   size_t n = 0;  // words used
   uint64_t words[1 + kMaxCollArgs] = {};
   bool operator==(const CheckedKey& o) const {
     return n == o.n && std::equal(words, words + n, o.words);
   }
+  bool operator<(const CheckedKey& o) const {
+    return std::lexicographical_compare(words, words + n, o.words, o.words + o.n);
+  }
 };
 
 // Argument sets found symmetric, with the session they belong to (a new init starts over):
-// every set in `checked`, the last few also in `recent` (searched first, no allocation).
+// every set in `checked`, the last few also in `recent` (searched first). Neither lookup
+// allocates.
 struct CheckedCache {
   uint64_t job_id = 0;
   uint64_t heap_base = 0;
-  std::set<std::vector<uint64_t>> checked;
+  std::set<CheckedKey> checked;
   static constexpr size_t kRecent = 8;
   CheckedKey recent[kRecent];
   size_t next_recent = 0;
@@ -128,10 +132,9 @@ tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, cons
   CheckedKey key;
   key.words[key.n++] = reinterpret_cast<uintptr_t>(call);
   for (size_t i = 0; i < n; ++i) key.words[key.n++] = args[i].value;
-  const bool always = rt.config.debug >= 1;
+  const bool always = rt.coll_check_every_call;
   if (!always && g_checked.in_recent(key)) return TMASHMEM_SUCCESS;
-  std::vector<uint64_t> words(key.words, key.words + key.n);
-  if (!always && g_checked.checked.count(words) != 0) {
+  if (!always && g_checked.checked.count(key) != 0) {
     g_checked.remember_recent(key);
     return TMASHMEM_SUCCESS;
   }
@@ -140,7 +143,7 @@ tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, cons
   TMASHMEM_TRY(check_symmetric(call, named,
                                "every PE must make the same collective call with the same "
                                "buffers, sizes, dtype, op, root, algorithm and n_sms"));
-  g_checked.checked.insert(std::move(words));
+  g_checked.checked.insert(key);
   g_checked.remember_recent(key);
   return TMASHMEM_SUCCESS;
 }

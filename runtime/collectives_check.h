@@ -40,10 +40,12 @@ struct CollArg {
 constexpr size_t kMaxCollArgs = 16;  // the most a collective checks (alltoallv: 13)
 
 // COLLECTIVE when it checks: the runtime's symmetry check (check_symmetric) of args[0, n),
-// on the first call with these exact values on this PE, or always when TMASHMEM_DEBUG >= 1.
-// Values found symmetric are remembered until finalize. A call that was checked before
-// costs a comparison with the last few argument sets, no allocation (it is on the path of
-// every small collective: docs/runs.md, "The floor of a small collective").
+// on the first call with these exact values on this PE, or on every call when any PE has
+// TMASHMEM_DEBUG >= 1 (Runtime::coll_check_every_call, agreed at init). Values found
+// symmetric are remembered until finalize; a call checked before costs a lookup without
+// allocation (it is on the path of every small collective: docs/runs.md, "Seventh
+// session"). `call` must be a string literal, one per public call: the cache keys its
+// address.
 tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, const CollArg* args,
                                        size_t n);
 

@@ -25,6 +25,7 @@ struct PeInfo {
   int32_t fabric;
   int32_t fabric_export_ok;
   int32_t pid;
+  int32_t debug;        // TMASHMEM_DEBUG (per PE; the collectives' check policy needs any)
   uint64_t reach_mask;  // bit s: this PE's GPU can load/store local slot s's GPU
 };
 
@@ -84,6 +85,7 @@ bool probe_fabric_export(const Runtime& rt) {
 
 tmashmem_status_t describe_self(Runtime& rt, PeInfo* info) {
   std::memset(info, 0, sizeof *info);
+  info->debug = rt.config.debug;
   TMASHMEM_CU(cuDeviceGetUuid(&info->uuid, rt.device));
   info->ordinal = rt.device_ordinal;
   TMASHMEM_CU(cuDeviceGetAttribute(
@@ -236,6 +238,10 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   for (const PeInfo& p : all)
     rt.one_gpu = rt.one_gpu && std::memcmp(&p.uuid, &mine.uuid, sizeof(CUuuid)) == 0;
   rt.one_gpu = rt.one_gpu && rt.n_local_pes == bs.size();
+  // TMASHMEM_DEBUG may differ between PEs, but whether the collectives check every call
+  // (a collective exchange) must not: every PE checks every call when any PE debugs.
+  rt.coll_check_every_call = false;
+  for (const PeInfo& p : all) rt.coll_check_every_call = rt.coll_check_every_call || p.debug >= 1;
   TMASHMEM_TRY(agree(choose_handle_type(rt, all), "choosing the memory handle type"));
 
   st = TMASHMEM_SUCCESS;

@@ -60,6 +60,9 @@ struct Runtime {
   int my_slot = 0;
   std::vector<bool> reachable;  // by local slot
   bool one_gpu = false;         // every PE of the job uses this PE's GPU
+  // The on-stream collectives run their symmetry check on every call, not only on the first
+  // of an argument set: TMASHMEM_DEBUG >= 1 on any PE (agreed at init, the same everywhere).
+  bool coll_check_every_call = false;
   // CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS of `device`, asked by the first
   // on-stream signal call (-1: not asked yet).
   int device_mem_ops_64 = -1;

@@ -312,12 +312,12 @@ TEST_CASE("collectives: a staged call right after a direct broadcast on the same
                      return tmashmem_allgather_on_stream(d, s, small, 1, f.b.stream);
                    });
     const auto seeds3 = f.seeds();
-    ok &=
-        run_case(f.b, name("broadcast", "bytes", "", small, 1, 0, " (staged)"), 0, 1,
-                 pattern(seeds3[me], 0, small), 0, 0, pattern(seeds3[(root + 1) % n], 0, small),
-                 [&](uint8_t* d, uint8_t* s) {
-                   return tmashmem_broadcast_on_stream(d, s, small, (root + 1) % n, 1, f.b.stream);
-                 });
+    ok &= run_case(
+        f.b, name("broadcast", "bytes", "", small, 1, 0, " (staged under COLL_STAGED=all)"), 0, 1,
+        pattern(seeds3[me], 0, small), 0, 0, pattern(seeds3[(root + 1) % n], 0, small),
+        [&](uint8_t* d, uint8_t* s) {
+          return tmashmem_broadcast_on_stream(d, s, small, (root + 1) % n, 1, f.b.stream);
+        });
   }
   CHECK(all_ranks(ok));
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/catch.h"
+#include "common/env_guard.h"
 #include "common/test_util.h"
 #include "runtime_fixture.h"
 
@@ -183,6 +184,35 @@ TEST_CASE("collectives: different arguments on different PEs are a symmetry erro
   ok &= FAILS(tmashmem_alltoall_on_stream(me == 1 ? a : b, me == 1 ? b : a, 16, 0, s),
               TMASHMEM_ERROR_SYMMETRY, "dest (heap offset)");
   // After the errors, an agreeing call still passes (the PEs are in step).
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
+  CHECK(all_ranks(ok));
+  REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
+  tmashmem_free(b);
+  tmashmem_free(a);
+}
+
+TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call") {
+  if (mpi_size() < 2) {
+    mark_skipped("needs at least 2 PEs (run with mpiexec -np 2)");
+    return;
+  }
+  // Debug mode checks every call's symmetry, a collective exchange; the PEs must agree on
+  // it, or the debugging PE waits in an exchange the others skip.
+  const int me = tmashmem_my_pe() >= 0 ? tmashmem_my_pe() : mpi_rank();
+  EnvGuard debug("TMASHMEM_DEBUG", me == 1 ? "1" : nullptr);
+  EmulatedRuntime rt;
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  char* a = static_cast<char*>(tmashmem_malloc(1 << 16));
+  char* b = static_cast<char*>(tmashmem_malloc(1 << 16));
+  REQUIRE(all_ranks(a != nullptr && b != nullptr));
+  const tmashmem_stream_t s = no_stream();
+  bool ok = true;
+  // The first call of an argument set is checked everywhere; so is the second, here: PE 1
+  // changes its count, and every PE reports the disagreement (a PE answering from its
+  // cache would leave PE 1 waiting in the exchange).
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
+  ok &= FAILS(tmashmem_allgather_on_stream(b, a, me == 1 ? 128 : 64, 0, s), TMASHMEM_ERROR_SYMMETRY,
+              "size = 64 on PE 0", "128 on PE 1");
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
   CHECK(all_ranks(ok));
   REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));

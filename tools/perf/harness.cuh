@@ -1,7 +1,7 @@
 // The benchmark harness, layer 3 of 3 (on harness_cuda.cuh and harness_options.h): the loops
 // that time a Case (destination checked after every repetition) or a StampCase (checked once
 // after its repetitions) and report it.
-// The why of buffer slots: docs/performance.md.
+// The why of buffer slots: docs/perf-method.md, "Do two runs agree?".
 #pragma once
 
 #include <functional>
@@ -13,7 +13,7 @@
 namespace perf {
 
 // Where repetition r of a case puts its data: one of kSlots placements in other 2 MiB pages
-// and at other offsets (docs/performance.md, "Buffer slots"); footprints above kSlotMaxBytes
+// and at other offsets (docs/perf-method.md, "Do two runs agree?"); footprints above kSlotMaxBytes
 // (DRAM-bound) stay at offset 0. Offsets are multiples of kSlotAlign.
 constexpr int kSlots = 4;
 constexpr size_t kSlotMaxBytes = size_t(16) << 20, kSlotAlign = 4096;

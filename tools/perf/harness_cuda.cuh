@@ -2,7 +2,8 @@
 // the watchdog waits, data patterns and their on-device checks, shares of a buffer, the
 // plain copy kernel (the bandwidth rows' reference), timing (events with a stream hold,
 // in-kernel stamps), the machine (copy-engine ceilings, PlacementShift, device choice).
-// The why of flag slots, the hold and PlacementShift: docs/performance.md.
+// The why of flag slots and PlacementShift: docs/perf-method.md; of the hold:
+// docs/performance.md, "Copy-engine rows".
 #pragma once
 
 #include <cuda_runtime.h>
@@ -335,7 +336,7 @@ inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, doub
 }
 
 // A random 0..31 pages of 2 MiB held from before the runtime's heap until exit, so that each
-// launch's heap lands on other physical pages (docs/performance.md; PERF_PLACEMENT_SHIFT=0:
+// launch's heap lands on other physical pages (docs/perf-method.md; PERF_PLACEMENT_SHIFT=0:
 // off). Construct after select_device, before init; print() (collective) says every PE's.
 class PlacementShift {
  public:

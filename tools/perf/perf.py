@@ -268,8 +268,9 @@ def panels(out, name, specs, ncols=2):
     fig, axes = plt.subplots(nrows, ncols, figsize=(7 * ncols, 5 * nrows), squeeze=False)
     for ax, (title, rows, x, metric, label, xlabel, ylabel, opt) in zip(axes.flat, specs):
         draw(ax, rows, x, metric, label, opt.get("scale", lambda r: 1.0))
-        for i, (y, text) in enumerate(opt.get("lines", [])):
-            ax.axhline(y, color="k", linewidth=0.8, linestyle=(":", "-.", "--")[i % 3], label=text)
+        for i, (y, text) in enumerate(opt.get("lines", [])):  # six distinct black/grey styles
+            ax.axhline(y, color=("k", "0.55")[i // 3 % 2], linewidth=0.8,
+                       linestyle=(":", "-.", "--")[i % 3], label=text)
         style(ax, title, xlabel, ylabel, opt.get("logx", True), opt.get("logy", False))
     for ax in list(axes.flat)[len(specs):]:
         ax.axis("off")

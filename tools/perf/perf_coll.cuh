@@ -188,7 +188,8 @@ inline int test_coll(const Options& opt, Report& report, int) {
   tm_check(tmashmem_device_ctx(&ctx), "tmashmem_device_ctx");
   const tmashmem::CollState st = tmashmem::coll_state(state, 1);
   floors.push_back({"handshake", [&] {
-                      coll_handshake_kernel<<<1, 512, 0, stream>>>(ctx, st, opt.timeout_ns());
+                      coll_handshake_kernel<<<1, 512, 32 * 1024 + 16, stream>>>(ctx, st,
+                                                                                opt.timeout_ns());
                     }});
 #endif
   report.table_header("coll: " + runtime + " floors (no data)");
