@@ -33,9 +33,9 @@ static_assert(TMASHMEM_COLL_MAX_SMS == TMASHMEM_SIGNAL_PAD_COLL_SLOTS,
               "one signal-pad slot per CTA of a collective");
 
 // Data per PE per CTA of the default CTA count: the n_sms sweep at 2 and 4 PEs (docs/runs.md,
-// "The floor of a small collective") found the fastest counts at 4-8 KiB per CTA for
-// all-reduce, all-gather and reduce-scatter from 16 KiB to 1 MiB (32 KiB per CTA was up to
-// 1.7 us slower per call), and one CTA best at 4 KiB.
+// "Seventh session") found the fastest counts at 4-8 KiB per CTA for all-reduce, all-gather
+// and reduce-scatter from 16 KiB to 1 MiB (32 KiB per CTA was up to 1.7 us slower per call),
+// and one CTA best at 4 KiB.
 constexpr size_t kBytesPerCta = 8 * 1024;
 // Per-CTA slices from this size on move with bulk copies (the TMA unit), below it with
 // the SMs' own loads and stores (no staging round trip for small pieces).
@@ -46,9 +46,9 @@ constexpr size_t kBulkSliceBytes = 64 * 1024;
 // beats the direct forms' two for the gathering kinds (all-gather, all-to-all: 6-26%
 // faster at 4 KiB-256 KiB). For reduce-scatter, one-shot all-reduce and broadcast the
 // direct forms measured 9-13% faster from 64 KiB (they read the peers' data once, where the
-// staged forms add a pass through the staging), and at 4 PEs at every size: so the default,
-// TMASHMEM_COLL_STAGED=gather, stages only the gathering kinds (docs/runs.md, "Staged
-// against direct" and "The floor of a small collective").
+// staged forms add a pass through the staging), and in a graph at 4 PEs at every size
+// (the seventh session's sweep): so the default, TMASHMEM_COLL_STAGED=gather, stages only
+// the gathering kinds (docs/runs.md, "Staged against direct" and "Seventh session").
 //
 // Their guard (coll_staged_begin) reads every peer's Ready of the slot's previous step,
 // so every step signals Ready to every peer (coll_exchange, exchange.cuh), also a
