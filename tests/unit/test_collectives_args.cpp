@@ -40,6 +40,26 @@ bool failed_with(tmashmem_status_t got, tmashmem_status_t want,
 
 tmashmem_stream_t no_stream() { return nullptr; }
 
+// An emulated runtime and two 64 KiB symmetric buffers; freed (after a barrier) before the
+// runtime finalizes.
+struct TwoBuffers {
+  EmulatedRuntime rt;
+  char* a = nullptr;
+  char* b = nullptr;
+  TwoBuffers() {
+    if (rt.status != TMASHMEM_SUCCESS) return;
+    a = static_cast<char*>(tmashmem_malloc(1 << 16));
+    b = static_cast<char*>(tmashmem_malloc(1 << 16));
+  }
+  ~TwoBuffers() {
+    if (!tmashmem_initialized()) return;
+    tmashmem_barrier_all();
+    tmashmem_free(b);
+    tmashmem_free(a);
+  }
+  bool ready() const { return rt.status == TMASHMEM_SUCCESS && a != nullptr && b != nullptr; }
+};
+
 }  // namespace
 
 TEST_CASE("collectives: every call before init names itself and tmashmem_init") {
@@ -164,12 +184,10 @@ TEST_CASE("collectives: different arguments on different PEs are a symmetry erro
     mark_skipped("the symmetry cases need at least 2 PEs (run with mpiexec -np 2)");
     return;
   }
-  EmulatedRuntime rt;
-  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  TwoBuffers f;
+  REQUIRE(all_ranks(f.ready()));
   const int me = tmashmem_my_pe();
-  char* a = static_cast<char*>(tmashmem_malloc(1 << 16));
-  char* b = static_cast<char*>(tmashmem_malloc(1 << 16));
-  REQUIRE(all_ranks(a != nullptr && b != nullptr));
+  char *a = f.a, *b = f.b;
   const tmashmem_stream_t s = no_stream();
   bool ok = true;
   // A count that differs on PE 1: every PE sees the same error, naming the argument.
@@ -187,8 +205,6 @@ TEST_CASE("collectives: different arguments on different PEs are a symmetry erro
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
   CHECK(all_ranks(ok));
   REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
-  tmashmem_free(b);
-  tmashmem_free(a);
 }
 
 TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call") {
@@ -200,11 +216,9 @@ TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call
   // it, or the debugging PE waits in an exchange the others skip.
   const int me = tmashmem_my_pe() >= 0 ? tmashmem_my_pe() : mpi_rank();
   EnvGuard debug("TMASHMEM_DEBUG", me == 1 ? "1" : nullptr);
-  EmulatedRuntime rt;
-  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
-  char* a = static_cast<char*>(tmashmem_malloc(1 << 16));
-  char* b = static_cast<char*>(tmashmem_malloc(1 << 16));
-  REQUIRE(all_ranks(a != nullptr && b != nullptr));
+  TwoBuffers f;
+  REQUIRE(all_ranks(f.ready()));
+  char *a = f.a, *b = f.b;
   const tmashmem_stream_t s = no_stream();
   bool ok = true;
   // The first call of an argument set is checked everywhere; so is the second, here: PE 1
@@ -215,7 +229,4 @@ TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call
               "size = 64 on PE 0", "128 on PE 1");
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
   CHECK(all_ranks(ok));
-  REQUIRE(all_ranks(tmashmem_barrier_all() == TMASHMEM_SUCCESS));
-  tmashmem_free(b);
-  tmashmem_free(a);
 }
