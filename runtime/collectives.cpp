@@ -46,8 +46,8 @@ constexpr size_t kBulkSliceBytes = 64 * 1024;
 // beats the direct forms' two for the gathering kinds (all-gather, all-to-all: 6-26%
 // faster at 4 KiB-256 KiB). For reduce-scatter, one-shot all-reduce and broadcast the
 // direct forms measured 9-13% faster from 64 KiB (they read the peers' data once, where the
-// staged forms add a pass through the staging), and in a graph at 4 PEs at every size
-// (the seventh session's sweep): so the default, TMASHMEM_COLL_STAGED=gather, stages only
+// staged forms add a pass through the staging), and at 4 PEs in 30-34 of the 35 rows of the
+// seventh session's sweep: so the default, TMASHMEM_COLL_STAGED=gather, stages only
 // the gathering kinds (docs/runs.md, "Staged against direct" and "Seventh session").
 //
 // Their guard (coll_staged_begin) reads every peer's Ready of the slot's previous step,
