@@ -19,32 +19,17 @@ namespace {
 struct CheckedKey {
   size_t n = 0;  // words used
   uint64_t words[1 + kMaxCollArgs] = {};
-  bool operator==(const CheckedKey& o) const {
-    return n == o.n && std::equal(words, words + n, o.words);
-  }
   bool operator<(const CheckedKey& o) const {
     return std::lexicographical_compare(words, words + n, o.words, o.words + o.n);
   }
 };
 
-// Argument sets found symmetric, with the session they belong to (a new init starts over):
-// every set in `checked`, the last few also in `recent` (searched first). Neither lookup
-// allocates.
+// Argument sets found symmetric, with the session they belong to (a new init starts over).
+// A lookup allocates nothing.
 struct CheckedCache {
   uint64_t job_id = 0;
   uint64_t heap_base = 0;
   std::set<CheckedKey> checked;
-  static constexpr size_t kRecent = 8;
-  CheckedKey recent[kRecent];
-  size_t next_recent = 0;
-
-  bool in_recent(const CheckedKey& key) const {
-    return std::find(recent, recent + kRecent, key) != recent + kRecent;
-  }
-  void remember_recent(const CheckedKey& key) {
-    recent[next_recent] = key;
-    next_recent = (next_recent + 1) % kRecent;
-  }
 };
 CheckedCache g_checked;
 
@@ -132,19 +117,13 @@ tmashmem_status_t coll_check_symmetric(const Runtime& rt, const char* call, cons
   CheckedKey key;
   key.words[key.n++] = reinterpret_cast<uintptr_t>(call);
   for (size_t i = 0; i < n; ++i) key.words[key.n++] = args[i].value;
-  const bool always = rt.coll_check_every_call;
-  if (!always && g_checked.in_recent(key)) return TMASHMEM_SUCCESS;
-  if (!always && g_checked.checked.count(key) != 0) {
-    g_checked.remember_recent(key);
-    return TMASHMEM_SUCCESS;
-  }
+  if (!rt.coll_check_every_call && g_checked.checked.count(key) != 0) return TMASHMEM_SUCCESS;
   std::vector<NamedArg> named;
   for (size_t i = 0; i < n; ++i) named.emplace_back(args[i].name, args[i].value);
   TMASHMEM_TRY(check_symmetric(call, named,
                                "every PE must make the same collective call with the same "
                                "buffers, sizes, dtype, op, root, algorithm and n_sms"));
   g_checked.checked.insert(key);
-  g_checked.remember_recent(key);
   return TMASHMEM_SUCCESS;
 }
 
