@@ -92,10 +92,14 @@ inline void nccl_coll(Coll c, void* dst, const void* src, size_t bytes, ncclComm
 }
 #endif
 
+// The collectives' launch shape (device/collectives.cu): the floors run in it.
+constexpr int kCollThreads = 512;
+constexpr unsigned kCollSmemBytes = 32 * 1024 + 16;
+
 __global__ void coll_launch_kernel() {}
 
 #if PERF_TMASHMEM
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(kCollThreads)
     coll_handshake_kernel(const __grid_constant__ tmashmem_ctx_t ctx, tmashmem::CollState st,
                           uint64_t timeout_ns) {
   if (tmashmem::coll_exchange_all(
@@ -178,24 +182,23 @@ inline int test_coll(const Options& opt, Report& report, int) {
 #endif
   const std::string runtime = std::string(Runtime::kName) + (opt.graph ? "-graph" : "");
   std::vector<std::pair<std::string, std::function<void()>>> floors = {
-      {"launch", [&] { coll_launch_kernel<<<1, 512, 32 * 1024 + 16, stream>>>(); }}};
+      {"launch", [&] { coll_launch_kernel<<<1, kCollThreads, kCollSmemBytes, stream>>>(); }}};
 #if PERF_TMASHMEM
-  void* state = Runtime::alloc(tmashmem::coll_state_bytes(1));  // zeroed on every PE before use
-  PERF_CUDA(cudaMemset(state, 0, tmashmem::coll_state_bytes(1)));
-  PERF_CUDA(cudaDeviceSynchronize());
-  MPI_Barrier(MPI_COMM_WORLD);
+  // Zeroed on every PE before any PE returns (tmashmem_calloc), as the handshake needs.
+  void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(1));
+  if (state == nullptr) die(std::string("tmashmem_calloc: ") + tmashmem_last_error());
   tmashmem_ctx_t ctx;
   tm_check(tmashmem_device_ctx(&ctx), "tmashmem_device_ctx");
   const tmashmem::CollState st = tmashmem::coll_state(state, 1);
   floors.push_back({"handshake", [&] {
-                      coll_handshake_kernel<<<1, 512, 32 * 1024 + 16, stream>>>(ctx, st,
-                                                                                opt.timeout_ns());
+                      coll_handshake_kernel<<<1, kCollThreads, kCollSmemBytes, stream>>>(
+                          ctx, st, opt.timeout_ns());
                     }});
 #endif
   report.table_header("coll: " + runtime + " floors (no data)");
   for (const auto& floor : floors) {
     if (!opt.want(floor.first)) continue;
-    Row row("coll", floor.first, 1, 512, 0, iters);
+    Row row("coll", floor.first, 1, kCollThreads, 0, iters);
     row.runtime = runtime;
     row.check = "n/a";
     row.set_samples(
