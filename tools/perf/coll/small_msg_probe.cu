@@ -29,13 +29,10 @@ namespace {
 // (sm_copy_kernel), the reference of the bandwidth rows.
 enum class Block {
   Library,    // tmashmem::putmem_block
-  CopyLoop,   // the library's copy loop (detail::copy_bytes) without the barrier
-  CopySync,   // copy_bytes on the precomputed peer pointer + barrier (old putmem_block less ptr)
-  UnitsSync,  // the aligned loop alone (detail::copy_units) + barrier
-  GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4, + barrier
+  Prologue,   // candidate: the address and the alignment test before the warp test, branch-free
+  GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4 on a precomputed pointer, + barrier
 };
-const char* const kBlockNames[] = {"putmem_block", "copy_bytes", "copy_bytes+sync",
-                                   "copy_units+sync", "ld/st.global+sync"};
+const char* const kBlockNames[] = {"putmem_block", "prologue_first", "ld/st.global+sync"};
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
   const size_t units = n / 16, stride = blockDim.x;
@@ -52,48 +49,63 @@ __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size
   __syncthreads();
 }
 
+// Candidate block put: everything that depends only on the arguments first, without branches
+// (the compiler may hoist it out of a caller's loop), then the warp test. The peer address is
+// congruent to dest mod 16 (peer_stride is a multiple of the heap granularity), so the
+// alignment test does not wait for the address.
+__device__ __forceinline__ void put_block_prologue(const tmashmem_ctx_t& ctx, void* dest,
+                                                   const void* src, size_t bytes, int pe) {
+  const unsigned rank = tmashmem::detail::block_thread_rank();
+  const unsigned count = tmashmem::detail::block_thread_count();
+  char* remote = tmashmem::ptr(ctx, static_cast<char*>(dest), pe);
+  const size_t units = bytes >> 4;
+  const bool short_aligned =
+      ((reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(src) | bytes) & 15u) == 0 &&
+      units <= 4 * size_t(count);
+  if (tmashmem::detail::warp_may_copy(rank, bytes)) {
+    if (short_aligned) {
+      uint4* d = reinterpret_cast<uint4*>(remote);
+      const uint4* s = reinterpret_cast<const uint4*>(src);
+      for (unsigned i = rank; i < static_cast<unsigned>(units); i += count) d[i] = s[i];
+    } else {
+      tmashmem::detail::copy_bytes(remote, static_cast<const char*>(src), bytes, rank, count);
+    }
+  }
+  __syncthreads();
+}
+
 template <Block V>
 __global__ void __launch_bounds__(1024)
     block_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst_sym, char* dst_peer,
                  const char* src, size_t bytes, int pe, long iters) {
   const perf::Range r = perf::cta_range(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;
-  char* dp = dst_peer + r.begin;
   const char* sp = src + r.begin;
   const size_t n = r.end - r.begin;
   for (long it = 0; it < iters; ++it) {
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
-    if constexpr (V == Block::CopyLoop)
-      tmashmem::detail::copy_bytes(dp, sp, n, threadIdx.x, blockDim.x);
-    if constexpr (V == Block::CopySync) {
-      tmashmem::detail::copy_bytes(dp, sp, n, tmashmem::detail::block_thread_rank(),
-                                   tmashmem::detail::block_thread_count());
-      __syncthreads();
-    }
-    if constexpr (V == Block::UnitsSync) {
-      tmashmem::detail::copy_units(reinterpret_cast<uint4*>(dp), reinterpret_cast<const uint4*>(sp),
-                                   n >> 4, threadIdx.x, blockDim.x);
-      __syncthreads();
-    }
-    if constexpr (V == Block::GlobalPtx) global_ptx_copy(dp, sp, n);
+    if constexpr (V == Block::Prologue) put_block_prologue(ctx, dst_sym + r.begin, sp, n, pe);
+    if constexpr (V == Block::GlobalPtx) global_ptx_copy(dst_peer + r.begin, sp, n);
   }
 }
 
-// The tile pipeline: tile get of this PE's tile into shared memory, tile put of it into
-// the peer's tensor, `stages` deep, tile, stage and parity counted (the 64-bit division
-// and modulo that tools/perf/kernels.cuh's tile_copy_kernel still uses cost 0.42 us per
-// tile, docs/runs.md "Small messages"). One thread per issuer: lane 0 of warps
-// 0..issuers-1, each with its own stages and mbarriers and its own share of the CTA's
-// tiles, so that the SM issues from several threads as the plain copy's 1024 threads do.
-// Each issuer may refill a stage once its put has read it (one put in flight behind; more
-// in flight, 4 or 16, measured the same: docs/runs.md, "Sixth session").
-// kMode: 0 tma_put_tile; 1 the bare tensor store and commit (no proxy fence); 2 gets alone
-// (each stage refilled as soon as it has landed; only the last lap is put, for the check).
-template <int kMode>
+// The tile pipeline: tile get of this PE's tile into shared memory, tile put of it into the
+// peer's tensor, tile, stage and parity counted. One thread per issuer: lane 0 of warps
+// 0..issuers-1, each with its own `stages` stages and mbarriers and its own share of the
+// CTA's tiles.
+//   Pipe<D>: stage s is refilled once the put D behind has read it (bulk_wait_group_read<D>).
+//   Window:  `stages` gets, then each stage put as it lands, then every put's read waited
+//            for, then the next window.
+// kProf: issuer 0 of CTA 0 adds clock64 cycles per segment into prof[0..3] (mbarrier wait,
+// put issue, read wait, get issue) and the number of tiles into prof[4].
+enum class TileMode { Pipe1, Pipe4, Window };
+const char* const kTileModeNames[] = {"pipe1", "pipe4", "window"};
+
+template <TileMode kMode, bool kProf>
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
-                            int* error) {
+                            int* error, unsigned long long* prof) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const uint32_t box_bytes = src.box_bytes, box_rows = src.box[1];
   const uint32_t issuers = blockDim.x / 32, w = threadIdx.x / 32;
@@ -108,6 +120,16 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
   const uint32_t first = cta_first + min(cta_n, w * mine);
   const uint32_t n = min(cta_n, (w + 1) * mine) - min(cta_n, w * mine);
   if (threadIdx.x % 32 != 0 || n == 0) return;
+  const bool profiled = kProf && blockIdx.x == 0 && w == 0;
+  unsigned long long seg[4] = {0, 0, 0, 0};
+  long long t0 = 0;
+  auto mark = [&](int i) {
+    if constexpr (kProf) {
+      const long long t = clock64();
+      if (i >= 0) seg[i] += static_cast<unsigned long long>(t - t0);
+      t0 = t;
+    }
+  };
   tmashmem::tma_acquire_tensor_maps(src);
   tmashmem::tma_acquire_tensor_maps(dst);
   for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
@@ -125,37 +147,56 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
     if (++get_stage == stages) get_stage = 0;
     ++issued;
   };
-  while (issued < total && issued < static_cast<long>(stages)) get_next();
   uint32_t put_tile = 0, stage = 0, parity = 0;
-  for (long k = 0; k < total; ++k) {
+  auto wait_put = [&]() -> bool {
+    mark(-1);
     if (bars[stage].wait(parity, timeout_ns) != tmashmem::Status::Ok) {
       *error = 1;
       tmashmem::quiet();
-      return;
+      return false;
     }
-    unsigned char* tile = base + size_t(stage) * box_bytes;
-    if constexpr (kMode == 0) tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), tile);
-    if constexpr (kMode == 1) {
-      tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
-                                        tmashmem::detail::smem_address(tile), at(put_tile).c);
-      tmashmem::detail::bulk_commit();
-    }
-    if constexpr (kMode == 2) {
-      if (k + n >= total) {
-        tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), tile);
-        tmashmem::bulk_wait_group_read<0>();
-      } else if (issued < total) {
-        get_next();
-      }
-    } else if (k >= 1 && issued < total) {
-      tmashmem::bulk_wait_group_read<1>();
-      get_next();
-    }
+    mark(0);
+    tmashmem::tma_put_tile(dst, dst_pe, at(put_tile), base + size_t(stage) * box_bytes);
+    mark(1);
     if (++put_tile == n) put_tile = 0;
     if (++stage == stages) stage = 0, parity ^= 1u;
+    return true;
+  };
+  if constexpr (kMode == TileMode::Window) {
+    for (long k = 0; k < total;) {
+      const long m = min(static_cast<long>(stages), total - k);
+      mark(-1);
+      for (long j = 0; j < m; ++j) get_next();
+      mark(3);
+      for (long j = 0; j < m; ++j)
+        if (!wait_put()) return;
+      mark(-1);
+      tmashmem::bulk_wait_group_read<0>();
+      mark(2);
+      k += m;
+      // a short last window leaves stage/parity where the next window's gets start
+      get_stage = stage;
+    }
+  } else {
+    constexpr int D = kMode == TileMode::Pipe1 ? 1 : 4;
+    while (issued < total && issued < static_cast<long>(stages)) get_next();
+    for (long k = 0; k < total; ++k) {
+      if (!wait_put()) return;
+      if (k >= D && issued < total) {
+        mark(-1);
+        tmashmem::bulk_wait_group_read<D>();
+        mark(2);
+        get_next();
+        mark(3);
+      }
+    }
   }
   tmashmem::quiet();
   for (uint32_t s = 0; s < stages; ++s) bars[s].inval();
+  if (profiled) {
+    for (int i = 0; i < 4; ++i) prof[i] = seg[i];
+    prof[4] = static_cast<unsigned long long>(total);
+  }
 }
 
 }  // namespace
@@ -173,16 +214,12 @@ int main(int argc, char** argv) {
   char* src = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
   char* dst = static_cast<char*>(tmashmem_malloc(max_bytes + guard));
   if (!src || !dst) perf::die("tmashmem_malloc");
-  // Tile views: rows of 1 KiB, 4 and 8 KiB tiles (the sizes that came closest to the plain
-  // copy with one issuer; 0.5-2 KiB tiles and 32 KiB tiles stayed below 0.75).
-  struct Shape {
-    uint32_t row, rows;
-  };
-  const std::vector<Shape> shapes = {{1024, 4}, {1024, 8}};
+  // Tile views: rows of 1 KiB, tiles of 1, 2, 4 and 8 KiB.
+  const std::vector<uint32_t> tile_rows = {1, 2, 4, 8};
   std::vector<perf::TileView> sv, dv;
-  for (const Shape& s : shapes) {
-    sv.emplace_back(src, max_bytes, s.row, s.rows);
-    dv.emplace_back(dst, max_bytes, s.row, s.rows);
+  for (uint32_t rows : tile_rows) {
+    sv.emplace_back(src, max_bytes, 1024, rows);
+    dv.emplace_back(dst, max_bytes, 1024, rows);
   }
   tmashmem_ctx_t ctx;
   perf::tm_check(tmashmem_device_ctx(&ctx), "device_ctx");
@@ -205,18 +242,22 @@ int main(int argc, char** argv) {
     auto allow_smem = [&](auto k) {
       PERF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
     };
-    allow_smem(tile_kernel<0>);
-    allow_smem(tile_kernel<1>);
-    allow_smem(tile_kernel<2>);
+    unsigned long long* prof = nullptr;
+    PERF_CUDA(cudaMalloc(&prof, 8 * sizeof(unsigned long long)));
+    allow_smem(tile_kernel<TileMode::Pipe1, false>);
+    allow_smem(tile_kernel<TileMode::Pipe4, false>);
+    allow_smem(tile_kernel<TileMode::Window, false>);
+    allow_smem(tile_kernel<TileMode::Pipe1, true>);
+    allow_smem(tile_kernel<TileMode::Window, true>);
     std::printf(
-        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1 or 4 issuing threads "
+        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1, 4 or 16 issuing threads "
         "(tile) per CTA, "
         "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
         npes, pe, reps);
     std::printf("%-8s %4s %-26s %9s %9s %7s %s\n", "bytes", "sms", "variant", "us/iter", "GB/s",
                 "ratio", "check");
-    const std::vector<int> sm_list = {16, 32, 66, sms_all};
-    for (size_t bytes = size_t(64) << 10; bytes <= max_bytes; bytes *= 2) {
+    const std::vector<int> sm_list = {16, 66, sms_all};
+    for (size_t bytes = size_t(64) << 10; bytes <= max_bytes; bytes *= 4) {
       const long iters = 1000;
       for (int sms : sm_list) {
         double plain_gbps = 0;
@@ -260,31 +301,45 @@ int main(int argc, char** argv) {
           PERF_LAUNCHED("sm_copy_kernel");
         });
         block(std::integral_constant<Block, Block::Library>{});
-        block(std::integral_constant<Block, Block::CopyLoop>{});
-        block(std::integral_constant<Block, Block::CopySync>{});
-        block(std::integral_constant<Block, Block::UnitsSync>{});
+        block(std::integral_constant<Block, Block::Prologue>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});
-        for (size_t v = 0; v < shapes.size(); ++v) {
-          const uint32_t tile = shapes[v].row * shapes[v].rows;
+        for (size_t v = 0; v < tile_rows.size(); ++v) {
+          const uint32_t tile = 1024 * tile_rows[v];
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
-          for (uint32_t issuers : {1u, 4u}) {
-            const uint32_t stages =
-                std::min<uint32_t>(32, std::max<uint32_t>(4, 196608 / (tile * issuers)));
+          for (uint32_t issuers : {1u, 4u, 16u}) {
+            const uint32_t stages = std::min<uint32_t>(32, 196608 / (tile * issuers));
+            if (stages < 6) continue;
             const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
-            auto tile_row = [&](auto mode, const char* what) {
-              constexpr int M = decltype(mode)::value;
+            auto tile_row = [&](auto mode, auto profiled) {
+              constexpr TileMode M = decltype(mode)::value;
+              constexpr bool P = decltype(profiled)::value;
               char label[64];
-              std::snprintf(label, sizeof label, "tile_%uB_x%u%s", tile, issuers, what);
+              std::snprintf(label, sizeof label, "tile_%uK_x%u_s%u_%s%s", tile / 1024, issuers,
+                            stages, kTileModeNames[static_cast<int>(M)], P ? "_prof" : "");
               run(label, [&](long it) {
-                tile_kernel<M><<<sms, 32 * issuers, smem, st>>>(
-                    sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error);
+                tile_kernel<M, P><<<sms, 32 * issuers, smem, st>>>(
+                    sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error,
+                    prof);
                 PERF_LAUNCHED(label);
               });
+              if (P) {
+                unsigned long long h[5];
+                PERF_CUDA(cudaMemcpy(h, prof, sizeof h, cudaMemcpyDeviceToHost));
+                const double k = h[4] ? double(h[4]) : 1.0;
+                std::printf("#   cycles per tile (CTA 0, issuer 0): wait %.0f put %.0f read-wait "
+                            "%.0f get %.0f\n",
+                            h[0] / k, h[1] / k, h[2] / k, h[3] / k);
+              }
             };
-            tile_row(std::integral_constant<int, 0>{}, "");
-            if (issuers == 1) {
-              tile_row(std::integral_constant<int, 1>{}, "_bare");
-              tile_row(std::integral_constant<int, 2>{}, "_getonly");
+            using Pipe1 = std::integral_constant<TileMode, TileMode::Pipe1>;
+            using Pipe4 = std::integral_constant<TileMode, TileMode::Pipe4>;
+            using Window = std::integral_constant<TileMode, TileMode::Window>;
+            tile_row(Pipe1{}, std::false_type{});
+            tile_row(Pipe4{}, std::false_type{});
+            tile_row(Window{}, std::false_type{});
+            if (issuers == 1 && (tile == 1024 || tile == 4096) && (sms == 16)) {
+              tile_row(Pipe1{}, std::true_type{});
+              tile_row(Window{}, std::true_type{});
             }
           }
         }
@@ -294,7 +349,7 @@ int main(int argc, char** argv) {
   }
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   perf::tm_check(tmashmem_barrier_all(), "barrier");
-  for (size_t v = 0; v < shapes.size(); ++v) {
+  for (size_t v = 0; v < sv.size(); ++v) {
     sv[v].destroy();
     dv[v].destroy();
   }
