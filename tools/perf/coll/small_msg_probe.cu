@@ -30,9 +30,11 @@ namespace {
 enum class Block {
   Library,    // tmashmem::putmem_block
   Prologue,   // candidate: the address and the alignment test before the warp test, branch-free
+  Shift,      // candidate: putmem_block with the reachability test as one clamped shift
   GlobalPtx,  // one unit per step, ld.global.v4 / st.global.v4 on a precomputed pointer, + barrier
 };
-const char* const kBlockNames[] = {"putmem_block", "prologue_first", "ld/st.global+sync"};
+const char* const kBlockNames[] = {"putmem_block", "prologue_first", "shift_reach",
+                                   "ld/st.global+sync"};
 
 __device__ __forceinline__ void global_ptx_copy(char* dst, const char* src, size_t n) {
   const size_t units = n / 16, stride = blockDim.x;
@@ -74,6 +76,27 @@ __device__ __forceinline__ void put_block_prologue(const tmashmem_ctx_t& ctx, vo
   __syncthreads();
 }
 
+// Candidate: the reachability bit as one shift. PTX clamps a shift amount of 64 or more to
+// 64 (the result is 0), so a slot past the 64 local PEs, or a PE below first_local_pe (a
+// huge unsigned slot), reads as unreachable; bits at or above n_local_pes are 0 (host).
+__device__ __forceinline__ void put_block_shift(const tmashmem_ctx_t& ctx, void* dest,
+                                                const void* src, size_t bytes, int pe) {
+  const unsigned rank = tmashmem::detail::block_thread_rank();
+  if (tmashmem::detail::warp_may_copy(rank, bytes)) {
+    uint64_t bit;
+    asm("shr.b64 %0, %1, %2;"
+        : "=l"(bit)
+        : "l"(ctx.reachable), "r"(static_cast<unsigned>(pe - ctx.first_local_pe)));
+    char* remote =
+        (bit & 1u) ? static_cast<char*>(dest) + static_cast<int64_t>(pe - ctx.my_pe) *
+                                                    static_cast<int64_t>(ctx.peer_stride)
+                   : nullptr;
+    tmashmem::detail::block_copy_bytes(remote, static_cast<const char*>(src), bytes, rank,
+                                       tmashmem::detail::block_thread_count());
+  }
+  __syncthreads();
+}
+
 template <Block V>
 __global__ void __launch_bounds__(1024)
     block_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst_sym, char* dst_peer,
@@ -85,6 +108,7 @@ __global__ void __launch_bounds__(1024)
   for (long it = 0; it < iters; ++it) {
     if constexpr (V == Block::Library) tmashmem::putmem_block(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::Prologue) put_block_prologue(ctx, dst_sym + r.begin, sp, n, pe);
+    if constexpr (V == Block::Shift) put_block_shift(ctx, dst_sym + r.begin, sp, n, pe);
     if constexpr (V == Block::GlobalPtx) global_ptx_copy(dst_peer + r.begin, sp, n);
   }
 }
@@ -98,10 +122,16 @@ __global__ void __launch_bounds__(1024)
 //            for, then the next window.
 // kProf: issuer 0 of CTA 0 adds clock64 cycles per segment into prof[0..3] (mbarrier wait,
 // put issue, read wait, get issue) and the number of tiles into prof[4].
-enum class TileMode { Pipe1, Pipe4, Window };
-const char* const kTileModeNames[] = {"pipe1", "pipe4", "window"};
+//   Group/GroupRaw: the stages in 4 groups with one mbarrier each; a group's gets announce
+//            their bytes at once, its puts follow one wait; the group put 1 behind is
+//            waited for (read) before its stages are refilled with the group 3 ahead.
+//            Group: tma_put_tile per tile (proxy fence + commit each); GroupRaw: the bare
+//            tensor stores and one commit per group (the tiles came from the async proxy,
+//            so no generic-to-async fence is needed).
+enum class TileMode { Pipe1, Pipe4, Window, Group, GroupRaw };
+const char* const kTileModeNames[] = {"pipe1", "pipe4", "window", "group", "groupraw"};
 
-template <TileMode kMode, bool kProf>
+template <TileMode kMode, bool kProf, uint32_t kW = 8>
 __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
                             const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                             uint32_t tiles, uint32_t stages, long iters, uint64_t timeout_ns,
@@ -162,7 +192,58 @@ __global__ void tile_kernel(const __grid_constant__ tmashmem_tensor_handle_t src
     if (++stage == stages) stage = 0, parity ^= 1u;
     return true;
   };
-  if constexpr (kMode == TileMode::Window) {
+  if constexpr (kMode == TileMode::Group || kMode == TileMode::GroupRaw) {
+    constexpr uint32_t G = 4, W = kW;  // stages == G * W
+    const long groups = (total + W - 1) / W;
+    auto group_items = [&](long g) { return static_cast<uint32_t>(min(long(W), total - g * W)); };
+    uint32_t gtile = 0, ptile = 0;  // next tile to get / to put
+    auto get_group = [&](long g) {
+      const uint32_t slot = static_cast<uint32_t>(g % G), m = group_items(g);
+      bars[slot].arrive_expect_tx(m * box_bytes);
+      for (uint32_t j = 0; j < m; ++j) {
+        tmashmem::tma_get_tile(base + size_t(slot * W + j) * box_bytes, src, src_pe, at(gtile),
+                               bars[slot]);
+        if (++gtile == n) gtile = 0;
+      }
+    };
+    mark(-1);
+    for (long g = 0; g < groups && g < G; ++g) get_group(g);
+    mark(3);
+    uint32_t gparity = 0;
+    for (long g = 0; g < groups; ++g) {
+      const uint32_t slot = static_cast<uint32_t>(g % G), m = group_items(g);
+      mark(-1);
+      if (bars[slot].wait(gparity >> slot & 1u, timeout_ns) != tmashmem::Status::Ok) {
+        *error = 1;
+        tmashmem::quiet();
+        return;
+      }
+      gparity ^= 1u << slot;
+      mark(0);
+      for (uint32_t j = 0; j < m; ++j) {
+        unsigned char* tile = base + size_t(slot * W + j) * box_bytes;
+        if constexpr (kMode == TileMode::Group) {
+          tmashmem::tma_put_tile(dst, dst_pe, at(ptile), tile);
+        } else {
+          tmashmem::detail::tensor_store<2>(tmashmem::detail::tensor_map_operand(dst, dst_pe),
+                                            tmashmem::detail::smem_address(tile), at(ptile).c);
+        }
+        if (++ptile == n) ptile = 0;
+      }
+      if constexpr (kMode == TileMode::GroupRaw) tmashmem::detail::bulk_commit();
+      mark(1);
+      if (g >= 1 && g + G - 1 < groups) {
+        if constexpr (kMode == TileMode::GroupRaw) {
+          tmashmem::bulk_wait_group_read<1>();
+        } else {
+          tmashmem::bulk_wait_group_read<kW>();  // group g's kW puts may still read
+        }
+        mark(2);
+        get_group(g + G - 1);
+        mark(3);
+      }
+    }
+  } else if constexpr (kMode == TileMode::Window) {
     for (long k = 0; k < total;) {
       const long m = min(static_cast<long>(stages), total - k);
       mark(-1);
@@ -245,10 +326,18 @@ int main(int argc, char** argv) {
     unsigned long long* prof = nullptr;
     PERF_CUDA(cudaMalloc(&prof, 8 * sizeof(unsigned long long)));
     allow_smem(tile_kernel<TileMode::Pipe1, false>);
-    allow_smem(tile_kernel<TileMode::Pipe4, false>);
     allow_smem(tile_kernel<TileMode::Window, false>);
     allow_smem(tile_kernel<TileMode::Pipe1, true>);
-    allow_smem(tile_kernel<TileMode::Window, true>);
+    auto allow_groups = [&](auto w) {
+      constexpr uint32_t Wd = decltype(w)::value;
+      allow_smem(tile_kernel<TileMode::Group, false, Wd>);
+      allow_smem(tile_kernel<TileMode::GroupRaw, false, Wd>);
+      allow_smem(tile_kernel<TileMode::Group, true, Wd>);
+      allow_smem(tile_kernel<TileMode::GroupRaw, true, Wd>);
+    };
+    allow_groups(std::integral_constant<uint32_t, 8>{});
+    allow_groups(std::integral_constant<uint32_t, 4>{});
+    allow_groups(std::integral_constant<uint32_t, 2>{});
     std::printf(
         "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1, 4 or 16 issuing threads "
         "(tile) per CTA, "
@@ -301,23 +390,26 @@ int main(int argc, char** argv) {
           PERF_LAUNCHED("sm_copy_kernel");
         });
         block(std::integral_constant<Block, Block::Library>{});
-        block(std::integral_constant<Block, Block::Prologue>{});
+        block(std::integral_constant<Block, Block::Shift>{});
         block(std::integral_constant<Block, Block::GlobalPtx>{});
         for (size_t v = 0; v < tile_rows.size(); ++v) {
           const uint32_t tile = 1024 * tile_rows[v];
           const uint32_t tiles = static_cast<uint32_t>(bytes / tile);
           for (uint32_t issuers : {1u, 4u, 16u}) {
-            const uint32_t stages = std::min<uint32_t>(32, 196608 / (tile * issuers));
-            if (stages < 6) continue;
-            const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
-            auto tile_row = [&](auto mode, auto profiled) {
+            const uint32_t budget = 196608 / (tile * issuers);  // tile slots per issuer
+            // Group width: 8, 4 or 2 tiles per group, 4 groups.
+            const uint32_t width = budget >= 32 ? 8 : budget >= 16 ? 4 : budget >= 8 ? 2 : 0;
+            if (width == 0) continue;
+            auto tile_row = [&](auto mode, auto profiled, auto w, uint32_t stages) {
               constexpr TileMode M = decltype(mode)::value;
               constexpr bool P = decltype(profiled)::value;
+              constexpr uint32_t Wd = decltype(w)::value;
               char label[64];
               std::snprintf(label, sizeof label, "tile_%uK_x%u_s%u_%s%s", tile / 1024, issuers,
                             stages, kTileModeNames[static_cast<int>(M)], P ? "_prof" : "");
+              const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
               run(label, [&](long it) {
-                tile_kernel<M, P><<<sms, 32 * issuers, smem, st>>>(
+                tile_kernel<M, P, Wd><<<sms, 32 * issuers, smem, st>>>(
                     sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error,
                     prof);
                 PERF_LAUNCHED(label);
@@ -332,15 +424,27 @@ int main(int argc, char** argv) {
               }
             };
             using Pipe1 = std::integral_constant<TileMode, TileMode::Pipe1>;
-            using Pipe4 = std::integral_constant<TileMode, TileMode::Pipe4>;
             using Window = std::integral_constant<TileMode, TileMode::Window>;
-            tile_row(Pipe1{}, std::false_type{});
-            tile_row(Pipe4{}, std::false_type{});
-            tile_row(Window{}, std::false_type{});
-            if (issuers == 1 && (tile == 1024 || tile == 4096) && (sms == 16)) {
-              tile_row(Pipe1{}, std::true_type{});
-              tile_row(Window{}, std::true_type{});
-            }
+            using Group = std::integral_constant<TileMode, TileMode::Group>;
+            using GroupRaw = std::integral_constant<TileMode, TileMode::GroupRaw>;
+            using W8 = std::integral_constant<uint32_t, 8>;
+            const uint32_t stages = std::min<uint32_t>(32, budget);
+            const bool prof_row = issuers == 1 && tile == 4096 && sms == 16;
+            tile_row(Pipe1{}, std::false_type{}, W8{}, stages);
+            tile_row(Window{}, std::false_type{}, W8{}, stages);
+            auto groups = [&](auto w) {
+              constexpr uint32_t Wd = decltype(w)::value;
+              tile_row(Group{}, std::false_type{}, w, 4 * Wd);
+              tile_row(GroupRaw{}, std::false_type{}, w, 4 * Wd);
+              if (prof_row) {
+                tile_row(Group{}, std::true_type{}, w, 4 * Wd);
+                tile_row(GroupRaw{}, std::true_type{}, w, 4 * Wd);
+              }
+            };
+            if (width == 8) groups(W8{});
+            if (width == 4) groups(std::integral_constant<uint32_t, 4>{});
+            if (width == 2) groups(std::integral_constant<uint32_t, 2>{});
+            if (prof_row) tile_row(Pipe1{}, std::true_type{}, W8{}, stages);
           }
         }
       }
