@@ -290,7 +290,7 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
   if (bytes > size_t(optin))
     die(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory per " +
         "CTA; the device allows " + std::to_string(optin) +
-        " (lower --stage, --nbi-threads, --tile-stages or --tile-rows)");
+        " (lower --stage or --nbi-threads)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 

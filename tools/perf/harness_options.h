@@ -71,8 +71,7 @@ struct Options {
   size_t target_bytes = size_t(1) << 30;  // bandwidth: iterations grow until this much moves
   int nbi_threads = 4;                    // issuing threads per CTA for put_nbi / get_nbi
   size_t stage_bytes = 48 * 1024;         // shared-memory staging per issuing thread
-  int tile_rows = 32;                     // tile bandwidth: box rows of 1 KiB (32 KiB tiles)
-  int tile_stages = 6;                    // tile bandwidth: tiles in flight per CTA
+  int tile_rows = 0;                      // tile bandwidth: rows of 1 KiB per tile (0: by size)
   double timeout_s = 20;                  // host watchdog per kernel, bound of device waits
   int algo = 0;                           // coll: tmashmem's all-reduce algorithm (0: auto)
   int graph = 0;                          // coll: 1 times the calls captured into one CUDA graph
@@ -109,8 +108,7 @@ inline bool parse_options(int argc, char** argv, Options* o, int* code) {
       {"--target", &o->target_bytes, 1, kMax, "SIZE  bw: bytes per repetition (1G)"},
       {"--nbi-threads", &o->nbi_threads, 1, 32, "N     issuing threads per CTA of nbi_* (4)"},
       {"--stage", &o->stage_bytes, 1024, kMax, "SIZE  shared-memory staging per issuer (48K)"},
-      {"--tile-rows", &o->tile_rows, 1, 256, "N     tile bw: rows of 1 KiB per tile (32)"},
-      {"--tile-stages", &o->tile_stages, 2, 64, "N     tile bw: tiles in flight per CTA (6)"},
+      {"--tile-rows", &o->tile_rows, 0, 32, "N     tile bw: rows of 1 KiB per tile (0: by size)"},
       {"--timeout", &o->timeout_s, 1e-9, kMax, "S     host watchdog, device wait bound (20)"},
       {"--algo", &o->algo, 0, 2, "N     coll: tmashmem all-reduce, 0 auto, 1 one-shot, 2 two-shot"},
       {"--graph", &o->graph, 0, 1, "0|1   coll: 1 times the -n calls as one CUDA graph (0)"},

@@ -181,11 +181,14 @@ __global__ void barrier_kernel(const __grid_constant__ Rt rt, uint64_t* marks, u
 #if PERF_TMASHMEM
 // tmashmem's tile (TMA) views and kernels: one thread per CTA issues everything.
 // tile_copy_kernel is the bandwidth form of tile put and tile get: a pipelined copy through
-// shared memory, `stages` tiles deep, of the CTA's share of the tiles of a 2-D tensor (rows of
-// 256 u32 = 1 KiB, boxes of box[1] rows). Tile put reads this PE's tensor with tma_get_tile
-// and writes PE `pe`'s with tma_put_tile; tile get the other way round. tile_msg_kernel is
-// the small-message form: back-to-back tma_put_tile of one tile from shared memory.
+// shared memory of the CTA's share of the tiles of a 2-D tensor (rows of 256 u32 = 1 KiB,
+// boxes of box[1] rows). Tile put reads this PE's tensor with tma_get_tile and writes PE
+// `pe`'s with tma_put_tile; tile get the other way round. tile_msg_kernel is the
+// small-message form: back-to-back tma_put_tile of one tile from shared memory.
 constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
+constexpr uint32_t kTileMaxRows = 32;     // the largest tile the bandwidth rows use: 32 KiB
+constexpr uint32_t kTileGroups = 4;       // tile_copy_kernel's groups of shared-memory tiles
+constexpr size_t kTileSmemBudget = 192 * 1024;
 
 // A 2-D u32 view of `bytes` at `p` (symmetric), rows of `inner` bytes, tiles of `box_rows`
 // rows. COLLECTIVE. Destroyed with destroy().
@@ -209,10 +212,32 @@ struct TileView {
   }
 };
 
-// Shared memory the kernels below need: the tiles (128-byte aligned inside a buffer
-// that may start anywhere 16-byte aligned) and one mbarrier per stage.
-inline size_t tile_smem_bytes(uint32_t box_bytes, uint32_t stages) {
-  return 128 + size_t(box_bytes) * stages + 8 * size_t(stages);
+// Shared memory the kernels below need: `slots` tiles (128-byte aligned inside a buffer
+// that may start anywhere 16-byte aligned) and one mbarrier per slot (at most).
+inline size_t tile_smem_bytes(uint32_t box_bytes, uint32_t slots) {
+  return 128 + size_t(box_bytes) * slots + 8 * size_t(slots);
+}
+
+// The tile of the bandwidth rows for `bytes` over `ctas` CTAs, in rows of 1 KiB: about one
+// tile per CTA per lap. One issuing thread spends about 0.1 us per tile whatever its size
+// (the get and the put are ~95 cycles each to issue: docs/runs.md, "Eighth session"), so a
+// small copy must give every CTA its own tile rather than a few CTAs several. A power of
+// two from 1 to 32 rows that divides `bytes`; `fixed` (--tile-rows) overrides it.
+inline uint32_t tile_rows_for(size_t bytes, int ctas, uint32_t fixed) {
+  if (fixed) return fixed;
+  const size_t per_cta = (bytes + size_t(ctas) - 1) / size_t(ctas);
+  uint32_t rows = 1;
+  while (rows < kTileMaxRows && size_t(rows) * kTileRowBytes < per_cta) rows *= 2;
+  while (rows > 1 && bytes % (size_t(rows) * kTileRowBytes)) rows /= 2;
+  return rows;
+}
+
+// tile_copy_kernel's group width for tiles of `box_bytes`: the most of 8, 4, 2 or 1 tiles
+// per group whose kTileGroups groups fit kTileSmemBudget (0: not even one tile per group).
+inline uint32_t tile_group_width(uint32_t box_bytes) {
+  for (uint32_t w = 8; w >= 1; w /= 2)
+    if (tile_smem_bytes(box_bytes, kTileGroups * w) <= kTileSmemBudget) return w;
+  return 0;
 }
 
 __device__ __forceinline__ unsigned char* align128(unsigned char* p) {
@@ -220,53 +245,68 @@ __device__ __forceinline__ unsigned char* align128(unsigned char* p) {
 }
 
 // Copies the `rows / box[1]` tiles that start at row `row0` of `src` on `src_pe` into the
-// same rows of `dst` on `dst_pe`, `iters` times over. Launch with one thread per CTA and
-// tile_smem_bytes() of dynamic shared memory. *error = 1 if a get did not complete within
-// timeout_ns.
-static __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_t src,
-                                        int src_pe,
-                                        const __grid_constant__ tmashmem_tensor_handle_t dst,
-                                        int dst_pe, uint32_t row0, uint32_t rows, uint32_t stages,
-                                        long iters, uint64_t timeout_ns, int* error) {
+// same rows of `dst` on `dst_pe`, `iters` laps over. The CTA's tiles, lap after lap, pass
+// through kTileGroups groups of W shared-memory tiles with one mbarrier each: a group's gets
+// announce their bytes together and its puts follow one wait, so the issuing thread waits
+// once per W tiles (a wait costs about 70 cycles even when the tile has landed). Group g's
+// slot takes the gets of group g + 3 once group g - 1's puts have read it. Launch with one
+// thread per CTA and tile_smem_bytes(box_bytes, kTileGroups * W) of dynamic shared memory.
+// *error = 1 if a get did not complete within timeout_ns.
+template <uint32_t W>
+__global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_t src, int src_pe,
+                                 const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
+                                 uint32_t row0, uint32_t rows, long iters, uint64_t timeout_ns,
+                                 int* error) {
+  static_assert(W >= 1 && (kTileGroups & (kTileGroups - 1)) == 0, "tile groups: a power of two");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* tiles = align128(smem_raw);
-  const uint32_t box_bytes = src.box_bytes;
+  const uint32_t box_bytes = src.box_bytes, box_rows = src.box[1];
   tmashmem::Mbarrier* bars =
-      reinterpret_cast<tmashmem::Mbarrier*>(tiles + size_t(box_bytes) * stages);
-  const uint32_t box_rows = src.box[1];
+      reinterpret_cast<tmashmem::Mbarrier*>(tiles + size_t(box_bytes) * kTileGroups * W);
   const Range mine = share(rows / box_rows, blockIdx.x, gridDim.x, 1);
-  const long n = static_cast<long>(mine.end - mine.begin);
+  const uint32_t n = static_cast<uint32_t>(mine.end - mine.begin);
   if (threadIdx.x != 0 || n == 0) return;
   tmashmem::tma_acquire_tensor_maps(src);
   tmashmem::tma_acquire_tensor_maps(dst);
-  for (uint32_t s = 0; s < stages; ++s) bars[s].init(1);
+  for (uint32_t g = 0; g < kTileGroups; ++g) bars[g].init(1);
 
-  const long total = n * iters;
-  auto row = [&](long k) {
-    return static_cast<int32_t>(row0 + (mine.begin + size_t(k % n)) * box_rows);
+  const long total = long(n) * iters, groups = (total + W - 1) / W;
+  auto count = [&](long g) { return static_cast<uint32_t>(min(long(W), total - g * long(W))); };
+  auto at = [&](uint32_t t) {
+    return tmashmem::TileCoord(0,
+                               static_cast<int32_t>(row0 + (uint32_t(mine.begin) + t) * box_rows));
   };
-  auto get = [&](long k) {
-    const uint32_t s = static_cast<uint32_t>(k % stages);
-    bars[s].arrive_expect_tx(box_bytes);
-    tmashmem::tma_get_tile(tiles + size_t(s) * box_bytes, src, src_pe, {0, row(k)}, bars[s]);
+  auto tile = [&](uint32_t slot, uint32_t j) { return tiles + size_t(slot * W + j) * box_bytes; };
+  uint32_t get_t = 0, put_t = 0;  // the next tile (of n) to get and to put
+  auto get_group = [&](long g) {
+    const uint32_t slot = static_cast<uint32_t>(g) & (kTileGroups - 1), m = count(g);
+    bars[slot].arrive_expect_tx(m * box_bytes);
+    for (uint32_t j = 0; j < m; ++j) {
+      tmashmem::tma_get_tile(tile(slot, j), src, src_pe, at(get_t), bars[slot]);
+      if (++get_t == n) get_t = 0;
+    }
   };
-  for (long k = 0; k < total && k < static_cast<long>(stages); ++k) get(k);
-  for (long k = 0; k < total; ++k) {
-    const uint32_t s = static_cast<uint32_t>(k % stages);
-    if (bars[s].wait(static_cast<uint32_t>((k / stages) & 1), timeout_ns) != tmashmem::Status::Ok) {
+  for (long g = 0; g < groups && g < long(kTileGroups); ++g) get_group(g);
+  uint32_t parity = 0;  // bit s: the phase slot s completes next
+  for (long g = 0; g < groups; ++g) {
+    const uint32_t slot = static_cast<uint32_t>(g) & (kTileGroups - 1), m = count(g);
+    if (bars[slot].wait((parity >> slot) & 1u, timeout_ns) != tmashmem::Status::Ok) {
       *error = 1;  // copies may still be in flight: leave the barriers alone
       tmashmem::quiet();
       return;
     }
-    tmashmem::tma_put_tile(dst, dst_pe, {0, row(k)}, tiles + size_t(s) * box_bytes);
-    // Refill the stage put k-1 used, once that put has read it.
-    if (k >= 1 && k - 1 + static_cast<long>(stages) < total) {
-      tmashmem::bulk_wait_group_read<1>();
-      get(k - 1 + stages);
+    parity ^= 1u << slot;
+    for (uint32_t j = 0; j < m; ++j) {
+      tmashmem::tma_put_tile(dst, dst_pe, at(put_t), tile(slot, j));
+      if (++put_t == n) put_t = 0;
+    }
+    if (g >= 1 && g + kTileGroups - 1 < groups) {
+      tmashmem::bulk_wait_group_read<W>();  // all but this group's puts have read their tiles
+      get_group(g + kTileGroups - 1);       // into the slot of group g - 1
     }
   }
   tmashmem::quiet();  // every put has written its tile
-  for (uint32_t s = 0; s < stages; ++s) bars[s].inval();
+  for (uint32_t g = 0; g < kTileGroups; ++g) bars[g].inval();
 }
 
 // Back-to-back tma_put_tile of one tile (box_bytes) from shared memory into `dst` on

@@ -40,10 +40,13 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   const std::vector<size_t> sizes = size_list(opt, 16 * 1024, size_t(256) << 20, 4, 16, "bw");
   const std::vector<int> sms = sm_list(opt, "16,all", device_sms);
   const int me = Runtime::my_pe(), pe = Runtime::n_pes() > 1 ? 1 : me, threads = opt.threads;
-  const size_t tile_bytes = size_t(opt.tile_rows) * 1024;
-  // Every size's every slot fits; tile tensors (whole tiles) cover the whole span.
-  const size_t span = PERF_TMASHMEM ? (slot_span(sizes) + tile_bytes - 1) / tile_bytes * tile_bytes
-                                    : slot_span(sizes);
+  // Tile tensors (whole tiles of every size the rows may use) cover the whole span.
+#if PERF_TMASHMEM
+  const size_t tile_max = size_t(kTileMaxRows) * kTileRowBytes;
+#else
+  const size_t tile_max = 1;
+#endif
+  const size_t span = (slot_span(sizes) + tile_max - 1) / tile_max * tile_max;
   char *src = Runtime::alloc(span + kGuard), *dst = Runtime::alloc(span + kGuard);
   char *peer_src = Runtime::peer(src, pe), *peer_dst = Runtime::peer(dst, pe);
   const Device rt = Runtime::device();
@@ -108,35 +111,59 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
 #if PERF_TMASHMEM
-  // Tile put / get: tile_copy_kernel's TMA pipeline, at the sizes that are whole tiles.
-  TileView src_view, dst_view;
-  const uint32_t tile_stages = static_cast<uint32_t>(opt.tile_stages);
-  const size_t tile_smem = tile_smem_bytes(static_cast<uint32_t>(tile_bytes), tile_stages);
+  // Tile put / get: tile_copy_kernel's TMA pipeline, tiles of tile_rows_for(bytes, ctas) KiB
+  // (or --tile-rows), at the sizes that are whole tiles. One view pair per tile size.
+  const uint32_t fixed_rows = static_cast<uint32_t>(opt.tile_rows);
+  std::vector<uint32_t> tile_sizes;  // rows per tile that the views cover
+  std::vector<TileView> views;       // src, dst per entry of tile_sizes
   if (opt.want("tile_put") || opt.want("tile_get")) {
-    src_view = TileView(src, span, kTileRowBytes, static_cast<uint32_t>(opt.tile_rows));
-    dst_view = TileView(dst, span, kTileRowBytes, static_cast<uint32_t>(opt.tile_rows));
-    set_smem(reinterpret_cast<const void*>(tile_copy_kernel), tile_smem, "tile copy");
+    for (uint32_t r = 1; r <= kTileMaxRows; r *= 2)
+      if (!fixed_rows || r == fixed_rows) tile_sizes.push_back(r);
+    if (tile_sizes.empty())
+      tile_sizes.push_back(fixed_rows);  // a fixed size that is no power of two
+    size_t smem[9] = {};  // per group width 1, 2, 4, 8: the most shared memory it is launched with
+    for (uint32_t r : tile_sizes) {
+      for (char* p : {src, dst}) views.emplace_back(p, span, kTileRowBytes, r);
+      const uint32_t w = tile_group_width(r * kTileRowBytes);
+      if (w == 0)
+        die("--tile-rows " + std::to_string(r) + ": four tiles do not fit in shared memory");
+      smem[w] = std::max(smem[w], tile_smem_bytes(r * kTileRowBytes, kTileGroups * w));
+    }
+    set_smem(reinterpret_cast<const void*>(tile_copy_kernel<1>), smem[1], "tile copy");
+    set_smem(reinterpret_cast<const void*>(tile_copy_kernel<2>), smem[2], "tile copy");
+    set_smem(reinterpret_cast<const void*>(tile_copy_kernel<4>), smem[4], "tile copy");
+    set_smem(reinterpret_cast<const void*>(tile_copy_kernel<8>), smem[8], "tile copy");
     const uint64_t timeout_ns = opt.timeout_ns();
-    pair("tile", 1,
-         [&, sv = src_view.handle, dv = dst_view.handle](bool put, char*, const char*) -> Run {
-           return [=, from = put ? me : pe, to = put ? pe : me](
-                      cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-             tile_copy_kernel<<<ctas, 1, tile_smem, s>>>(
-                 sv, from, dv, to, static_cast<uint32_t>(o / kTileRowBytes),
-                 static_cast<uint32_t>(bytes / kTileRowBytes), tile_stages, iters, timeout_ns,
-                 error);
-             PERF_LAUNCHED("tile_copy_kernel");
-           };
-         });
+    pair("tile", 1, [&](bool put, char*, const char*) -> Run {
+      return [=, from = put ? me : pe, to = put ? pe : me](cudaStream_t s, int ctas, size_t bytes,
+                                                           long iters, size_t o) {
+        const uint32_t r = tile_rows_for(bytes, ctas, fixed_rows);
+        const size_t v =
+            2 * static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), r) -
+                                    tile_sizes.begin());
+        const uint32_t w = tile_group_width(r * kTileRowBytes);
+        const size_t smem_bytes = tile_smem_bytes(r * kTileRowBytes, kTileGroups * w);
+        const auto k = w == 8   ? tile_copy_kernel<8>
+                       : w == 4 ? tile_copy_kernel<4>
+                       : w == 2 ? tile_copy_kernel<2>
+                                : tile_copy_kernel<1>;
+        k<<<ctas, 1, smem_bytes, s>>>(views[v].handle, from, views[v + 1].handle, to,
+                                      static_cast<uint32_t>(o / kTileRowBytes),
+                                      static_cast<uint32_t>(bytes / kTileRowBytes), iters,
+                                      timeout_ns, error);
+        PERF_LAUNCHED("tile_copy_kernel");
+      };
+    });
+    const size_t tile_min = size_t(fixed_rows ? fixed_rows : 1) * kTileRowBytes;
     for (Case& c : cases)
       if (c.op.rfind("tile_", 0) == 0) {
         check_error_word(c, error, opt.timeout_s);
-        c.applies = [tile_bytes](size_t bytes) { return bytes % tile_bytes == 0; };
+        c.applies = [tile_min](size_t bytes) { return bytes % tile_min == 0; };
       }
     for (size_t s : sizes)
-      if (s % tile_bytes && mpi_rank() == 0)
+      if (s % tile_min && mpi_rank() == 0)
         std::printf("# note: %zu B is not a multiple of the %zu B tile: no tile rows there\n", s,
-                    tile_bytes);
+                    tile_min);
   }
 #endif
   auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
@@ -145,17 +172,20 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     if (peer_src != src) fill_pattern(peer_src + o, bytes, seed, s);
   };
   char title[192];
+#if PERF_TMASHMEM
+  const std::string tile_kib = opt.tile_rows ? std::to_string(opt.tile_rows) : "1-32 by size";
+#else
+  const std::string tile_kib = "-";
+#endif
   std::snprintf(title, sizeof title,
                 "bw: PE %d %s PE %d's heap, %d threads/CTA (nbi: %d threads x %u B stage; tile: "
-                "%zu B x %d stages)",
-                me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_bytes,
-                opt.tile_stages);
+                "%s KiB, one issuing thread, 4 groups)",
+                me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_kib.c_str());
   const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
   PERF_CUDA(cudaDeviceSynchronize());
   PERF_CUDA(cudaFree(error));
 #if PERF_TMASHMEM
-  src_view.destroy();
-  dst_view.destroy();
+  for (TileView& v : views) v.destroy();
 #endif
   Runtime::barrier_all();
   Runtime::free(dst);

@@ -133,12 +133,12 @@ for np in ${PERF_COLL_NP:-2 4}; do  # PERF_COLL_NP=2: 2 PEs only
   both "coll_big.np$np" "$np" "" perf_nvshmem "${big[@]}" -e 64M
 done
 # Shapes of the tile and bulk paths at 256 MiB, each into its own CSV (not plotted).
-for cfg in "tile 8 24" "tile 16 12" "tile 32 6" "tile 64 3" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
+for cfg in "tile 0 -" "tile 8 -" "tile 16 -" "tile 32 -" "nbi 1 196608" "nbi 2 98304" "nbi 4 49152" "nbi 8 24576"; do
   has shapes || break
   mkdir -p "$RESULTS/tune"
   read -r kind a b <<<"$cfg"
   if [ "$kind" = tile ]; then
-    name=tile_rows${a}_stages$b args=(-o tile_put,tile_get --tile-rows "$a" --tile-stages "$b")
+    name=tile_rows$a args=(-o tile_put,tile_get --tile-rows "$a")
   else
     name=nbi_issuers${a}_stage$b args=(-o nbi_put,nbi_get --nbi-threads "$a" --stage "$b")
   fi

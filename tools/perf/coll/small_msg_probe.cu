@@ -87,10 +87,9 @@ __device__ __forceinline__ void put_block_shift(const tmashmem_ctx_t& ctx, void*
     asm("shr.b64 %0, %1, %2;"
         : "=l"(bit)
         : "l"(ctx.reachable), "r"(static_cast<unsigned>(pe - ctx.first_local_pe)));
-    char* remote =
-        (bit & 1u) ? static_cast<char*>(dest) + static_cast<int64_t>(pe - ctx.my_pe) *
-                                                    static_cast<int64_t>(ctx.peer_stride)
-                   : nullptr;
+    char* remote = (bit & 1u) ? static_cast<char*>(dest) + static_cast<int64_t>(pe - ctx.my_pe) *
+                                                               static_cast<int64_t>(ctx.peer_stride)
+                              : nullptr;
     tmashmem::detail::block_copy_bytes(remote, static_cast<const char*>(src), bytes, rank,
                                        tmashmem::detail::block_thread_count());
   }
@@ -339,7 +338,8 @@ int main(int argc, char** argv) {
     allow_groups(std::integral_constant<uint32_t, 4>{});
     allow_groups(std::integral_constant<uint32_t, 2>{});
     std::printf(
-        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1, 4 or 16 issuing threads "
+        "# small-msg-probe: %d PEs, PE 0 -> PE %d, 1024 threads (block) / 1, 4 or 16 issuing "
+        "threads "
         "(tile) per CTA, "
         "median of %d repetitions, GB/s and ratio to plain at the same SMs\n",
         npes, pe, reps);
@@ -409,18 +409,19 @@ int main(int argc, char** argv) {
                             stages, kTileModeNames[static_cast<int>(M)], P ? "_prof" : "");
               const size_t smem = 128 + (size_t(tile) + 8) * stages * issuers;
               run(label, [&](long it) {
-                tile_kernel<M, P, Wd><<<sms, 32 * issuers, smem, st>>>(
-                    sv[v].handle, me, dv[v].handle, pe, tiles, stages, it, 2000000000ull, error,
-                    prof);
+                tile_kernel<M, P, Wd>
+                    <<<sms, 32 * issuers, smem, st>>>(sv[v].handle, me, dv[v].handle, pe, tiles,
+                                                      stages, it, 2000000000ull, error, prof);
                 PERF_LAUNCHED(label);
               });
               if (P) {
                 unsigned long long h[5];
                 PERF_CUDA(cudaMemcpy(h, prof, sizeof h, cudaMemcpyDeviceToHost));
                 const double k = h[4] ? double(h[4]) : 1.0;
-                std::printf("#   cycles per tile (CTA 0, issuer 0): wait %.0f put %.0f read-wait "
-                            "%.0f get %.0f\n",
-                            h[0] / k, h[1] / k, h[2] / k, h[3] / k);
+                std::printf(
+                    "#   cycles per tile (CTA 0, issuer 0): wait %.0f put %.0f read-wait "
+                    "%.0f get %.0f\n",
+                    h[0] / k, h[1] / k, h[2] / k, h[3] / k);
               }
             };
             using Pipe1 = std::integral_constant<TileMode, TileMode::Pipe1>;
