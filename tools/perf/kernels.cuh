@@ -187,8 +187,8 @@ __global__ void barrier_kernel(const __grid_constant__ Rt rt, uint64_t* marks, u
 // small-message form: back-to-back tma_put_tile of one tile from shared memory.
 constexpr uint32_t kTileRowBytes = 1024;  // tile tensors: rows of 256 u32
 constexpr uint32_t kTileMaxRows = 32;     // the largest tile the bandwidth rows use: 32 KiB
-constexpr uint32_t kTileGroups = 4;       // tile_copy_kernel's groups of shared-memory tiles
-constexpr size_t kTileSmemBudget = 192 * 1024;
+constexpr uint32_t kTileGroups = 6;       // tile_copy_kernel's groups of shared-memory tiles
+constexpr size_t kTileSmemBudget = 200 * 1024;
 
 // A 2-D u32 view of `bytes` at `p` (symmetric), rows of `inner` bytes, tiles of `box_rows`
 // rows. COLLECTIVE. Destroyed with destroy().
@@ -233,7 +233,9 @@ inline uint32_t tile_rows_for(size_t bytes, int ctas, uint32_t fixed) {
 }
 
 // tile_copy_kernel's group width for tiles of `box_bytes`: the most of 8, 4, 2 or 1 tiles
-// per group whose kTileGroups groups fit kTileSmemBudget (0: not even one tile per group).
+// per group whose kTileGroups groups fit kTileSmemBudget (0: not even one tile per group):
+// 192 KiB of tiles in flight per CTA wherever the tile allows, what a 32-SM copy of 64 MiB
+// and more needed in the A/B of docs/runs.md ("Eighth session").
 inline uint32_t tile_group_width(uint32_t box_bytes) {
   for (uint32_t w = 8; w >= 1; w /= 2)
     if (tile_smem_bytes(box_bytes, kTileGroups * w) <= kTileSmemBudget) return w;
@@ -249,7 +251,8 @@ __device__ __forceinline__ unsigned char* align128(unsigned char* p) {
 // through kTileGroups groups of W shared-memory tiles with one mbarrier each: a group's gets
 // announce their bytes together and its puts follow one wait, so the issuing thread waits
 // once per W tiles (a wait costs about 70 cycles even when the tile has landed). Group g's
-// slot takes the gets of group g + 3 once group g - 1's puts have read it. Launch with one
+// slot takes the gets of group g + kTileGroups - 1 once group g - 1's puts have read it, so
+// that kTileGroups - 1 groups of gets are in flight behind the puts. Launch with one
 // thread per CTA and tile_smem_bytes(box_bytes, kTileGroups * W) of dynamic shared memory.
 // *error = 1 if a get did not complete within timeout_ns.
 template <uint32_t W>
@@ -257,7 +260,8 @@ __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_
                                  const __grid_constant__ tmashmem_tensor_handle_t dst, int dst_pe,
                                  uint32_t row0, uint32_t rows, long iters, uint64_t timeout_ns,
                                  int* error) {
-  static_assert(W >= 1 && (kTileGroups & (kTileGroups - 1)) == 0, "tile groups: a power of two");
+  static_assert(W >= 1 && kTileGroups >= 2 && kTileGroups <= 32,
+                "tile groups: 2..32 (parity bits)");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   unsigned char* tiles = align128(smem_raw);
   const uint32_t box_bytes = src.box_bytes, box_rows = src.box[1];
@@ -277,9 +281,11 @@ __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_
                                static_cast<int32_t>(row0 + (uint32_t(mine.begin) + t) * box_rows));
   };
   auto tile = [&](uint32_t slot, uint32_t j) { return tiles + size_t(slot * W + j) * box_bytes; };
-  uint32_t get_t = 0, put_t = 0;  // the next tile (of n) to get and to put
+  uint32_t get_t = 0, put_t = 0;        // the next tile (of n) to get and to put
+  uint32_t get_slot = 0, put_slot = 0;  // the group slots they use (g mod kTileGroups)
   auto get_group = [&](long g) {
-    const uint32_t slot = static_cast<uint32_t>(g) & (kTileGroups - 1), m = count(g);
+    const uint32_t slot = get_slot, m = count(g);
+    if (++get_slot == kTileGroups) get_slot = 0;
     bars[slot].arrive_expect_tx(m * box_bytes);
     for (uint32_t j = 0; j < m; ++j) {
       tmashmem::tma_get_tile(tile(slot, j), src, src_pe, at(get_t), bars[slot]);
@@ -289,7 +295,8 @@ __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_
   for (long g = 0; g < groups && g < long(kTileGroups); ++g) get_group(g);
   uint32_t parity = 0;  // bit s: the phase slot s completes next
   for (long g = 0; g < groups; ++g) {
-    const uint32_t slot = static_cast<uint32_t>(g) & (kTileGroups - 1), m = count(g);
+    const uint32_t slot = put_slot, m = count(g);
+    if (++put_slot == kTileGroups) put_slot = 0;
     if (bars[slot].wait((parity >> slot) & 1u, timeout_ns) != tmashmem::Status::Ok) {
       *error = 1;  // copies may still be in flight: leave the barriers alone
       tmashmem::quiet();

@@ -179,7 +179,7 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
 #endif
   std::snprintf(title, sizeof title,
                 "bw: PE %d %s PE %d's heap, %d threads/CTA (nbi: %d threads x %u B stage; tile: "
-                "%s KiB, one issuing thread, 4 groups)",
+                "%s KiB, one issuing thread, 6 groups)",
                 me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_kib.c_str());
   const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
   PERF_CUDA(cudaDeviceSynchronize());
