@@ -1,7 +1,9 @@
 // tmashmem-fused-bench: the all-gather GEMM kernel (tmashmem/device/fused) beside the same
 // work without fusion, every PE running at once (PEs may share one GPU under MPS).
 //
-//   mpirun -np P tmashmem-fused-bench [reps] [shapes]      (shapes: how many of the list)
+//   mpirun -np P tmashmem-fused-bench [reps] [shapes] [M N K ...]
+// shapes: how many of each list; M N K triples replace the all-gather list and skip the
+// reduce-scatter section (the copier sweep over other shapes).
 //
 // Per shape (M = total rows, N = this PE's columns, K): one check (fused C and gathered A
 // equal the unfused ones bit for bit: same engine, same tile, same order of sums), then
@@ -341,12 +343,18 @@ int main(int argc, char** argv) {
                 prop.multiProcessorCount, reps,
                 !distinct ? "not run (PEs share a GPU; NCCL refuses that)"
                           : (comm ? "yes" : "not run (libnccl not found or init failed)"));
-  const std::vector<Shape> shapes = {
+  std::vector<Shape> shapes = {
       {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
+  std::vector<Shape> rs_shapes = {
+      {8192, 8192, 8192}, {8192, 8192, 3584}, {4096, 4096, 4096}, {512, 8192, 8192}};
+  if (argc > 3) {
+    shapes.clear();
+    rs_shapes.clear();
+    for (int i = 3; i + 2 < argc; i += 3)
+      shapes.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2])});
+  }
   for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
     bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);
-  const std::vector<Shape> rs_shapes = {
-      {8192, 8192, 8192}, {8192, 8192, 3584}, {4096, 4096, 4096}, {512, 8192, 8192}};
   for (int i = 0; i < n_shapes && i < int(rs_shapes.size()); ++i)
     bench_reduce_scatter(rs_shapes[i], reps, ctx, distinct, nccl, comm);
   if (comm) nccl.comm_destroy(comm);
