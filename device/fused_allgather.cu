@@ -9,6 +9,7 @@
 
 #include "device/fused_launch.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
+#include "tmashmem/fused.h"
 
 namespace tmashmem::device_fused {
 
@@ -32,7 +33,9 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
                                 c.ldc,
                                 static_cast<__nv_bfloat16*>(c.a_gathered),
                                 static_cast<uint64_t*>(c.workspace)};
-  p.comm_ctas = c.comm_sms;
+  p.comm_ctas = c.comm_sms == 0 ? fused::allgather_gemm_default_comm_ctas<AllgatherCfg>(c.ctx, c.n)
+                : c.comm_sms == TMASHMEM_COMM_WARPS ? 0
+                                                    : c.comm_sms;
   fused::AllgatherGemmPlan<AllgatherCfg> plan;
   if (const char* why = fused::allgather_gemm_plan(c.ctx, p, &plan)) return rejected(why);
   return cuda_outcome(fused::allgather_gemm_run(c.ctx, plan, stream));

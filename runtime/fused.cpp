@@ -227,10 +227,11 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
         rt, call, me, workspace, workspace_bytes(m_shard, k, n_pes, a_gathered == nullptr),
         {"tmashmem_allgather_matmul_workspace_bytes", static_cast<long long>(m_shard),
          static_cast<long long>(k), a_gathered == nullptr ? 1 : 0}));
-    if (comm_sms < 0)
+    if (comm_sms < TMASHMEM_COMM_WARPS)
       return set_error(TMASHMEM_ERROR_INVALID_VALUE,
-                       "%s: PE %d: comm_sms %d; pass 0 for the default or a positive count", call,
-                       me, comm_sms);
+                       "%s: PE %d: comm_sms %d; pass 0 for the default, TMASHMEM_COMM_WARPS (%d) "
+                       "for the producer warps, or a positive count of copy SMs",
+                       call, me, comm_sms, TMASHMEM_COMM_WARPS);
     void* gathered =
         a_gathered ? a_gathered : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
     args = AllgatherMatmulCall{args.ctx,     a_shard, b,      c,   gathered, workspace,

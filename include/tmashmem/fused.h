@@ -36,6 +36,10 @@
 extern "C" {
 #endif
 
+/* comm_sms of tmashmem_allgather_matmul_on_stream: copy with the GEMM CTAs' idle producer
+ * warps whatever the shape (0 chooses by shape). */
+#define TMASHMEM_COMM_WARPS (-1)
+
 /* Bytes of the symmetric workspace for tmashmem_allgather_matmul_on_stream with these
  * shapes on the current job: the flags (zero before the first call: allocate it with
  * tmashmem_calloc, COLLECTIVE) and, when `gathered_in_workspace` is nonzero, room for the
@@ -50,9 +54,13 @@ void* tmashmem_allgather_matmul_gathered(void* workspace, int64_t m_shard);
  * c: bf16 [n_pes * m_shard, n] with leading dimension ldc (this PE's); a_gathered: bf16
  * [n_pes * m_shard, k] contiguous (this PE's device memory), or NULL to gather inside the
  * workspace; workspace: symmetric, tmashmem_allgather_matmul_workspace_bytes, zeroed before the
- * first call and used only by these calls; comm_sms: 0 (the default) copies with the GEMM
- * CTAs' otherwise idle producer warps, so every SM keeps multiplying; > 0 gives that many SMs
- * to copying (bulk copies) instead (docs/fused.md has the measurements). */
+ * first call and used only by these calls; comm_sms: who copies the peers' rows:
+ *   0 (the default)      chosen from the shape: the GEMM CTAs' otherwise idle producer warps
+ *                        (every SM keeps multiplying) where n >= 2048 or there is one PE,
+ *                        else an eighth of this PE's SMs as dedicated copy SMs;
+ *   TMASHMEM_COMM_WARPS  always the producer warps;
+ *   > 0                  that many dedicated copy SMs (bulk copies).
+ * docs/fused.md ("Copiers") has the measurements behind the default. */
 tmashmem_status_t tmashmem_allgather_matmul_on_stream(const void* a_shard, const void* b, void* c,
                                                       void* a_gathered, int64_t m_shard, int64_t n,
                                                       int64_t k, int64_t ldb, int64_t ldc,

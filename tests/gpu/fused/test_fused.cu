@@ -28,7 +28,7 @@ using gpu_test::Session;
 struct AgShape {
   int m_shard, n, k;
   int pad_b = 0, pad_c = 0;   // ldb = k + pad_b, ldc = n + pad_c
-  int comm = 0;               // comm_sms (0: default)
+  int comm = 0;               // comm_sms (0: by shape; TMASHMEM_COMM_WARPS; > 0: copy SMs)
   bool in_workspace = false;  // gather into the workspace (a_gathered NULL)
 };
 
@@ -150,10 +150,12 @@ bool run_all(const std::vector<AgShape>& shapes, int rounds, bool graph) {
 }  // namespace
 
 TEST_CASE("allgather_matmul: ragged M, N, K, padded leading dimensions", "[fused]") {
+  // n below 2048: the default copier is dedicated copy SMs; the warps explicitly beside it.
   CHECK(run_all({{1000, 1000, 1000, 8, 8},
+                 {1000, 1000, 1000, 8, 8, TMASHMEM_COMM_WARPS},
                  {300, 264, 72, 0, 8, 1},
                  {777, 776, 4104, 24, 0, 3},
-                 {129, 136, 8},
+                 {129, 136, 8, 0, 0, TMASHMEM_COMM_WARPS},
                  {1000, 1000, 1000, 0, 0, 0, true}},
                 1, false));
 }
@@ -169,11 +171,14 @@ TEST_CASE("allgather_matmul: a large shape", "[fused]") {
 }
 
 TEST_CASE("allgather_matmul: 24 back-to-back calls with new data", "[fused]") {
-  CHECK(run_all({{256, 512, 512, 0, 0, 2}, {200, 264, 1024, 8, 8, 1}}, 24, false));
+  CHECK(run_all({{256, 512, 512, 0, 0, 2},
+                 {200, 264, 1024, 8, 8, 1},
+                 {256, 512, 512, 0, 0, TMASHMEM_COMM_WARPS}},
+                24, false));
 }
 
 TEST_CASE("allgather_matmul: captured into a graph and replayed", "[fused]") {
-  CHECK(run_all({{384, 768, 1024}}, 6, true));
+  CHECK(run_all({{384, 768, 1024}, {384, 768, 1024, 0, 0, TMASHMEM_COMM_WARPS}}, 6, true));
 }
 
 TEST_CASE("allgather_matmul: argument checks", "[fused]") {
@@ -198,6 +203,11 @@ TEST_CASE("allgather_matmul: argument checks", "[fused]") {
   CHECK(tmashmem_allgather_matmul_on_stream(sym, local.p, local.p, nullptr, 64, 128, 128, 128, 128,
                                             local.p, 0, 0) == TMASHMEM_ERROR_INVALID_VALUE);
   CHECK(std::strstr(tmashmem_last_error(), "workspace") != nullptr);
+  // comm_sms below TMASHMEM_COMM_WARPS.
+  CHECK(tmashmem_allgather_matmul_on_stream(sym, local.p, local.p, nullptr, 64, 128, 128, 128, 128,
+                                            ws, TMASHMEM_COMM_WARPS - 1,
+                                            0) == TMASHMEM_ERROR_INVALID_VALUE);
+  CHECK(std::strstr(tmashmem_last_error(), "TMASHMEM_COMM_WARPS") != nullptr);
   CHECK(gpu_test::sync_and_barrier());
   tmashmem_free(ws);
   tmashmem_free(sym);
