@@ -110,11 +110,32 @@ __device__ __forceinline__ char* mc_address(const Ctx& ctx, const void* p) {
   return reinterpret_cast<char*>(ctx.mc_base + (reinterpret_cast<uintptr_t>(p) - ctx.heap_base));
 }
 
-// f(pe) for every reachable PE of this node, in ascending order: the fallback's fan-out.
-template <class F>
-__device__ __forceinline__ void for_each_reachable(const Ctx& ctx, F&& f) {
-  for (int pe = ctx.first_local_pe; pe < ctx.first_local_pe + ctx.n_local_pes; ++pe)
-    if (is_reachable(ctx, pe)) f(pe);
+// The fallback's fan-out: the reachable PEs of this node, read from the context once per
+// call. each(p, f) calls f(q) with q = ptr(ctx, p, pe) for every reachable local PE, in
+// ascending order. The loops around it issue strong accesses (asm volatile with a memory
+// clobber), after which the compiler must reload anything it reads from the context: held
+// in registers, the fan-out costs one add and one bit test per PE and element.
+struct McPeers {
+  int64_t first_delta;  // bytes from this PE's copy to first_local_pe's
+  int64_t stride;       // bytes between consecutive PEs' copies
+  uint64_t mask;        // bit s: PE first_local_pe + s is reachable
+  int count;            // local PEs, at most 64
+
+  template <class P, class F>
+  __device__ __forceinline__ void each(P* p, F&& f) const {
+    char* q = const_cast<char*>(reinterpret_cast<const char*>(p)) + first_delta;
+    for (int s = 0; s < count; ++s, q += stride)
+      if ((mask >> s) & 1u) f(reinterpret_cast<P*>(q));
+  }
+};
+
+__device__ __forceinline__ McPeers mc_peers(const Ctx& ctx) {
+  McPeers r;
+  r.stride = static_cast<int64_t>(ctx.peer_stride);
+  r.first_delta = static_cast<int64_t>(ctx.first_local_pe - ctx.my_pe) * r.stride;
+  r.count = ctx.n_local_pes < 64 ? ctx.n_local_pes : 64;
+  r.mask = r.count == 64 ? ctx.reachable : ctx.reachable & ((uint64_t(1) << r.count) - 1);
+  return r;
 }
 
 template <class T>
@@ -198,17 +219,16 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
   } else {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
+    const detail::McPeers peers = detail::mc_peers(ctx);
     // One load of the source, then a store into each peer: the hand-written fan-out.
     for (size_t i = call.rank; i < span.vectors; i += call.size) {
       const uint4 v = detail::bits_of<uint4>(s + 16 * i);
-      detail::for_each_reachable(
-          ctx, [&](int pe) { detail::st_relaxed_sys_v4(ptr(ctx, d, pe) + 16 * i, v); });
+      peers.each(d + 16 * i, [&](char* q) { detail::st_relaxed_sys_v4(q, v); });
     }
     for (size_t i = call.rank; i < span.words; i += call.size) {
       const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
-      detail::for_each_reachable(ctx, [&](int pe) {
-        detail::store_relaxed_sys(reinterpret_cast<W*>(ptr(ctx, d, pe) + tail) + i, w);
-      });
+      peers.each(reinterpret_cast<W*>(d + tail) + i,
+                 [&](W* q) { detail::store_relaxed_sys(q, w); });
     }
   }
   Call::Group::sync();
@@ -238,12 +258,13 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
           Instr::template ld_reduce<Call::kSem>(m + tail + sizeof(W) * i);
   } else {
     const char* s = reinterpret_cast<const char*>(src);
+    const detail::McPeers peers = detail::mc_peers(ctx);
     constexpr unsigned kPerVector = 16 / sizeof(W);
     for (size_t i = call.rank; i < span.vectors; i += call.size) {
       detail::McAccumulator<Op, T> acc[kPerVector];
       bool started = false;
-      detail::for_each_reachable(ctx, [&](int pe) {
-        const uint4 v = detail::ld_relaxed_sys_v4(ptr(ctx, s, pe) + 16 * i);
+      peers.each(s + 16 * i, [&](const char* q) {
+        const uint4 v = detail::ld_relaxed_sys_v4(q);
         W w[kPerVector];
         memcpy(w, &v, 16);
         for (unsigned k = 0; k < kPerVector; ++k) started ? acc[k].add(w[k]) : acc[k].first(w[k]);
@@ -256,9 +277,8 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
     for (size_t i = call.rank; i < span.words; i += call.size) {
       detail::McAccumulator<Op, T> acc;
       bool started = false;
-      detail::for_each_reachable(ctx, [&](int pe) {
-        const W w =
-            detail::load_relaxed_sys(reinterpret_cast<const W*>(ptr(ctx, s, pe) + tail) + i);
+      peers.each(reinterpret_cast<const W*>(s + tail) + i, [&](const W* q) {
+        const W w = detail::load_relaxed_sys(q);
         started ? acc.add(w) : acc.first(w);
         started = true;
       });
@@ -293,10 +313,10 @@ __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* 
   } else {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
+    const detail::McPeers peers = detail::mc_peers(ctx);
     for (size_t i = call.rank; i < span.words; i += call.size) {
       const W w = detail::bits_of<W>(s + sizeof(W) * i);
-      detail::for_each_reachable(
-          ctx, [&](int pe) { Instr::red_unicast(ptr(ctx, d, pe) + sizeof(W) * i, w); });
+      peers.each(d + sizeof(W) * i, [&](char* q) { Instr::red_unicast(q, w); });
     }
   }
   Call::Group::sync();
