@@ -129,6 +129,15 @@ struct McPeers {
   }
 };
 
+// Whether the warp of group rank `rank` has an element of `span` (rank r takes elements r,
+// r + size, ...). A warp without one skips the fan-out's set-up and goes to the group's
+// closing barrier: in a 1024-thread block moving a few KiB most warps have nothing, and
+// their set-up would take issue slots from the warps that copy.
+__device__ __forceinline__ bool mc_warp_has_work(unsigned rank, const McSpan& span) {
+  const size_t first = rank & ~31u;
+  return first < span.vectors || first < span.words;
+}
+
 __device__ __forceinline__ McPeers mc_peers(const Ctx& ctx) {
   McPeers r;
   r.stride = static_cast<int64_t>(ctx.peer_stride);
@@ -216,7 +225,7 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
     for (size_t i = call.rank; i < span.words; i += call.size)
       detail::multimem_st<Call::kSem>(m + tail + sizeof(W) * i,
                                       detail::bits_of<W>(s + tail + sizeof(W) * i));
-  } else {
+  } else if (detail::mc_warp_has_work(call.rank, span)) {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
     const detail::McPeers peers = detail::mc_peers(ctx);
@@ -256,7 +265,7 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
     for (size_t i = call.rank; i < span.words; i += call.size)
       reinterpret_cast<W*>(d + tail)[i] =
           Instr::template ld_reduce<Call::kSem>(m + tail + sizeof(W) * i);
-  } else {
+  } else if (detail::mc_warp_has_work(call.rank, span)) {
     const char* s = reinterpret_cast<const char*>(src);
     const detail::McPeers peers = detail::mc_peers(ctx);
     constexpr unsigned kPerVector = 16 / sizeof(W);
@@ -310,7 +319,7 @@ __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* 
     for (size_t i = call.rank; i < span.words; i += call.size)
       Instr::template red<Call::kSem>(m + tail + sizeof(W) * i,
                                       detail::bits_of<W>(s + tail + sizeof(W) * i));
-  } else {
+  } else if (detail::mc_warp_has_work(call.rank, span)) {
     if (O == McOrder::Release) detail::fence_acq_rel_sys();
     char* d = reinterpret_cast<char*>(dest);
     const detail::McPeers peers = detail::mc_peers(ctx);
