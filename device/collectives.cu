@@ -20,14 +20,13 @@ namespace tmashmem {
 namespace {
 
 constexpr int kThreads = 512;
-// Bulk-copy staging per CTA (kCollBulkIssuers shares) plus slack for 16-byte alignment.
-constexpr uint32_t kScratchBytes = 32u * 1024u;
-constexpr uint32_t kSmemBytes = kScratchBytes + 16u;
-
-__device__ __forceinline__ CollScratch scratch() {
-  extern __shared__ uint8_t smem[];
-  return CollScratch{align_smem<16>(smem), kScratchBytes};
-}
+// Every copy moves with the SMs' 16-byte loads and stores (CollCopy::Sm), at every size:
+// against the bulk copies through 32 KiB of shared staging per CTA that slices of 64 KiB
+// and more used before, all-gather, all-to-all and broadcast took 0.51-0.71 of the time from
+// 4 MiB to 256 MiB, and all-reduce 0.74-0.82 from 16 MiB, at 2 and 4 PEs (docs/runs.md,
+// "Eighth session"). So the kernels need no dynamic shared memory.
+constexpr CollCopy kHow = CollCopy::Sm;
+constexpr CollScratch kNoScratch{nullptr, 0};
 
 __device__ __forceinline__ void finish(const CollArgs& a, Status s, const char* what) {
   if (s == Status::Ok) return;
@@ -50,29 +49,28 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
   const char* what = kCallNames[static_cast<int>(K)];
   const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
   const CollState st = coll_pad_state(a.ctx);
-  const CollCopy how = a.bulk ? CollCopy::Bulk : CollCopy::Sm;
   const CollMode mode = a.push ? CollMode::Push : CollMode::Pull;
   const CollStaging stg{static_cast<char*>(a.staging), a.staging_slot_bytes};
   Status s = Status::Ok;
   if constexpr (K == CollKind::Allgather)
     s = a.staged ? allgather_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
                                           a.timeout_ns, what)
-                 : allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
-                                   scratch(), a.timeout_ns, what);
+                 : allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, kHow,
+                                   kNoScratch, a.timeout_ns, what);
   else if constexpr (K == CollKind::Alltoall)
     s = a.staged ? alltoall_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
                                          a.timeout_ns, what)
-                 : alltoall_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, how,
-                                  scratch(), a.timeout_ns, what);
+                 : alltoall_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, kHow,
+                                  kNoScratch, a.timeout_ns, what);
   else if constexpr (K == CollKind::Alltoallv)
     s = alltoallv_block(a.ctx, st, b, a.dest, a.dest_bytes, a.src, a.src_bytes, a.send_counts,
-                        a.send_offsets, a.recv_offsets, b, parts, how, scratch(), a.timeout_ns,
+                        a.send_offsets, a.recv_offsets, b, parts, kHow, kNoScratch, a.timeout_ns,
                         what);
   else if constexpr (K == CollKind::Broadcast)
     s = a.staged ? broadcast_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, a.root, b,
                                           parts, a.timeout_ns, what)
-                 : broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, how,
-                                   scratch(), a.timeout_ns, what);
+                 : broadcast_block(a.ctx, st, b, a.dest, a.src, a.size, a.root, b, parts, kHow,
+                                   kNoScratch, a.timeout_ns, what);
   else if constexpr (K == CollKind::ReduceScatter)
     s = a.staged ? coll_reduce_staged_block<D, Op>(a.ctx, st, b, stg, a.dest, a.src, a.size, a.size,
                                                    b, parts, a.timeout_ns, what)
@@ -83,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
                                         a.timeout_ns, what);
   else
     s = allreduce_block<D, Op>(a.ctx, st, b, a.dest, a.src, a.size,
-                               static_cast<AllreduceAlgo>(a.algo), b, parts, how, scratch(),
+                               static_cast<AllreduceAlgo>(a.algo), b, parts, kHow, kNoScratch,
                                a.timeout_ns, what);
   finish(a, s, what);
 }
@@ -135,7 +133,7 @@ Kernel kernel_for(const CollArgs& a) {
 CudaOutcome launch(const CollArgs& args, CUstream stream) {
   const Kernel k = kernel_for(args);
   if (k == nullptr) return cuda_outcome(cudaErrorInvalidValue);
-  k<<<args.n_blocks, kThreads, kSmemBytes, stream>>>(args);
+  k<<<args.n_blocks, kThreads, 0, stream>>>(args);
   return cuda_outcome(cudaGetLastError());
 }
 

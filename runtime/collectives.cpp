@@ -37,9 +37,6 @@ static_assert(TMASHMEM_COLL_MAX_SMS == TMASHMEM_SIGNAL_PAD_COLL_SLOTS,
 // and reduce-scatter from 16 KiB to 1 MiB (32 KiB per CTA was up to 1.7 us slower per call),
 // and one CTA best at 4 KiB.
 constexpr size_t kBytesPerCta = 8 * 1024;
-// Per-CTA slices from this size on move with bulk copies (the TMA unit), below it with
-// the SMs' own loads and stores (no staging round trip for small pieces).
-constexpr size_t kBulkSliceBytes = 64 * 1024;
 // The staged (one-handshake) forms (tmashmem/device/collectives/staged.cuh): their
 // symmetric staging region per PE, and the largest piece per peer they take. Up to it a
 // collective is latency-bound, and one handshake with the data sent ahead of the signal
@@ -249,8 +246,6 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     args.algo = algo;
     args.push = q.kind == CollKind::Allgather || q.kind == CollKind::Alltoall ||
                 q.kind == CollKind::Alltoallv;
-    args.bulk = (q.per_pe_bytes + static_cast<size_t>(ctas) - 1) / static_cast<size_t>(ctas) >=
-                kBulkSliceBytes;
     args.root = q.root;
     args.n_blocks = ctas;
     args.dest = q.dest;

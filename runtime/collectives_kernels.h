@@ -26,7 +26,6 @@ struct CollArgs {
   int op;          // tmashmem_reduce_op_t
   int algo;        // tmashmem_allreduce_algo_t, resolved (never AUTO)
   int push;        // 1: push (CollMode::Push), 0: pull
-  int bulk;        // 1: CollCopy::Bulk, 0: CollCopy::Sm
   int staged;      // 1: the one-handshake form through `staging` (staged.cuh)
   int root;
   int n_blocks;

@@ -94,7 +94,7 @@ inline void nccl_coll(Coll c, void* dst, const void* src, size_t bytes, ncclComm
 
 // The collectives' launch shape (device/collectives.cu): the floors run in it.
 constexpr int kCollThreads = 512;
-constexpr unsigned kCollSmemBytes = 32 * 1024 + 16;
+constexpr unsigned kCollSmemBytes = 0;
 
 __global__ void coll_launch_kernel() {}
 
