@@ -30,7 +30,9 @@ namespace tmashmem {
 /// Which engine moves a collective's bytes.
 enum class CollCopy : int {
   Sm = 0,    ///< every thread of the CTA, 16-byte vector loads and stores
-  Bulk = 1,  ///< cp.async.bulk through shared staging (the TMA unit), kCollBulkIssuers threads
+  Bulk = 1,  ///< cp.async.bulk through shared staging (the TMA unit), kCollBulkIssuers threads;
+             ///< leaves most threads free, but with 32 KiB of staging per CTA it took 1.4-2x
+             ///< the time of Sm from 4 MiB (docs/runs.md, "Eighth session")
 };
 
 /// Shared memory a CTA lends to the bulk copies (dynamic shared memory, 16-byte aligned).
