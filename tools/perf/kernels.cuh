@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <vector>
+
 #include "tools/perf/backend.cuh"
 #include "tools/perf/harness.cuh"
 #if PERF_TMASHMEM
@@ -212,6 +214,12 @@ struct TileView {
   }
 };
 
+// The tile views a test made (source and destination per tile size), destroyed together.
+using TileViews = std::vector<TileView>;
+inline void destroy(TileViews& views) {
+  for (TileView& v : views) v.destroy();
+}
+
 // Shared memory the kernels below need: `slots` tiles (128-byte aligned inside a buffer
 // that may start anywhere 16-byte aligned) and one mbarrier per slot (at most).
 inline size_t tile_smem_bytes(uint32_t box_bytes, uint32_t slots) {
@@ -349,6 +357,9 @@ __global__ void tile_msg_kernel(const __grid_constant__ tmashmem_tensor_handle_t
   tmashmem::quiet();
   bar->inval();
 }
+#else
+struct TileViews {};  // NVSHMEM has no tile views
+inline void destroy(TileViews&) {}
 #endif  // PERF_TMASHMEM
 
 }  // namespace perf

@@ -35,6 +35,18 @@ inline Case bw_case(const std::string& test, const std::string& op, const std::s
   return c;
 }
 
+// The end of a bandwidth or message test: the GPU idle, the error word and the tile views
+// (collective) gone, every PE past the test, then its symmetric buffers freed.
+inline int end_test(int failures, int* error, TileViews& views,
+                    std::initializer_list<void*> buffers) {
+  PERF_CUDA(cudaDeviceSynchronize());
+  PERF_CUDA(cudaFree(error));
+  destroy(views);
+  Runtime::barrier_all();
+  for (void* b : buffers) Runtime::free(b);
+  return failures;
+}
+
 inline int test_bw(const Options& opt, Report& report, int device_sms) {
   using Device = Runtime::Device;
   const std::vector<size_t> sizes = size_list(opt, 16 * 1024, size_t(256) << 20, 4, 16, "bw");
@@ -110,12 +122,12 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
+  TileViews views;  // tmashmem: src, dst per entry of tile_sizes
 #if PERF_TMASHMEM
   // Tile put / get: tile_copy_kernel's TMA pipeline, tiles of tile_rows_for(bytes, ctas) KiB
   // (or --tile-rows), at the sizes that are whole tiles. One view pair per tile size.
   const uint32_t fixed_rows = static_cast<uint32_t>(opt.tile_rows);
   std::vector<uint32_t> tile_sizes;  // rows per tile that the views cover
-  std::vector<TileView> views;       // src, dst per entry of tile_sizes
   if (opt.want("tile_put") || opt.want("tile_get")) {
     for (uint32_t r = 1; r <= kTileMaxRows; r *= 2)
       if (!fixed_rows || r == fixed_rows) tile_sizes.push_back(r);
@@ -181,16 +193,7 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
                 "bw: PE %d %s PE %d's heap, %d threads/CTA (nbi: %d threads x %u B stage; tile: "
                 "%s KiB, one issuing thread, 6 groups)",
                 me, pe == me ? "<->" : "->", pe, threads, nbi_threads, stage, tile_kib.c_str());
-  const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
-  PERF_CUDA(cudaDeviceSynchronize());
-  PERF_CUDA(cudaFree(error));
-#if PERF_TMASHMEM
-  for (TileView& v : views) v.destroy();
-#endif
-  Runtime::barrier_all();
-  Runtime::free(dst);
-  Runtime::free(src);
-  return failures;
+  return end_test(run_cases(opt, report, cases, sizes, sms, fill, title), error, views, {dst, src});
 }
 
 #if PERF_TMASHMEM

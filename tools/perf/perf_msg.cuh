@@ -100,12 +100,12 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
   int* error = nullptr;
   PERF_CUDA(cudaMalloc(&error, sizeof(int)));
   PERF_CUDA(cudaMemset(error, 0, sizeof(int)));
+  TileViews views;  // tmashmem: source and destination view per tile size
 #if PERF_TMASHMEM
   // Tile put: one thread per CTA, CTA c always writing its own tile c (tile_msg_kernel); the
   // tiles of all CTAs move to another slot every repetition. One view per size TMA can move
   // whose rows divide the slot offsets.
   std::vector<size_t> tile_sizes;
-  std::vector<TileView> views;  // source and destination view per tile size
   for (size_t s : sizes) {
     const uint32_t inner = static_cast<uint32_t>(std::min<size_t>(s, kTileRowBytes));
     if (!opt.want("tile_put") || s < 16 || s % 16 || s % inner || s / inner > 256 ||
@@ -157,17 +157,8 @@ inline int test_msg(const Options& opt, Report& report, int device_sms) {
                 "msg: PE %d -> PE %d, one persistent kernel; rate: SMs x %d threads (tile_put: 1 "
                 "thread/CTA); latency (msg_lat): 1 thread, op + quiet per message",
                 me, pe, threads);
-  const int failures = run_cases(opt, report, cases[1], sizes, sms, nullptr, title);
-  PERF_CUDA(cudaDeviceSynchronize());
-  PERF_CUDA(cudaFree(error));
-#if PERF_TMASHMEM
-  for (TileView& v : views) v.destroy();
-#endif
-  Runtime::barrier_all();
-  Runtime::free(sig);
-  Runtime::free(dst);
-  Runtime::free(src);
-  return failures;
+  return end_test(run_cases(opt, report, cases[1], sizes, sms, nullptr, title), error, views,
+                  {sig, dst, src});
 }
 
 }  // namespace perf

@@ -147,6 +147,14 @@ __device__ __forceinline__ McPeers mc_peers(const Ctx& ctx) {
   return r;
 }
 
+// The start of a writing fallback (store, red): Release orders the group's earlier writes
+// (the group synchronised before) ahead of this thread's relaxed accesses; then the peers.
+template <McOrder O>
+__device__ __forceinline__ McPeers mc_fanout_begin(const Ctx& ctx) {
+  if (O == McOrder::Release) fence_acq_rel_sys();
+  return mc_peers(ctx);
+}
+
 template <class T>
 __device__ __forceinline__ void check_multicast_args(const Ctx& ctx, const void* symmetric,
                                                      const void* local, size_t count,
@@ -226,9 +234,8 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
       detail::multimem_st<Call::kSem>(m + tail + sizeof(W) * i,
                                       detail::bits_of<W>(s + tail + sizeof(W) * i));
   } else if (detail::mc_warp_has_work(call.rank, span)) {
-    if (O == McOrder::Release) detail::fence_acq_rel_sys();
+    const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
     char* d = reinterpret_cast<char*>(dest);
-    const detail::McPeers peers = detail::mc_peers(ctx);
     // One load of the source, then a store into each peer: the hand-written fan-out.
     for (size_t i = call.rank; i < span.vectors; i += call.size) {
       const uint4 v = detail::bits_of<uint4>(s + 16 * i);
@@ -320,9 +327,8 @@ __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* 
       Instr::template red<Call::kSem>(m + tail + sizeof(W) * i,
                                       detail::bits_of<W>(s + tail + sizeof(W) * i));
   } else if (detail::mc_warp_has_work(call.rank, span)) {
-    if (O == McOrder::Release) detail::fence_acq_rel_sys();
+    const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
     char* d = reinterpret_cast<char*>(dest);
-    const detail::McPeers peers = detail::mc_peers(ctx);
     for (size_t i = call.rank; i < span.words; i += call.size) {
       const W w = detail::bits_of<W>(s + sizeof(W) * i);
       peers.each(d + sizeof(W) * i, [&](char* q) { Instr::red_unicast(q, w); });
