@@ -57,7 +57,8 @@ void* tmashmem_allgather_matmul_gathered(void* workspace, int64_t m_shard);
  * first call and used only by these calls; comm_sms: who copies the peers' rows:
  *   0 (the default)      chosen from the shape: the GEMM CTAs' otherwise idle producer warps
  *                        (every SM keeps multiplying) where n >= 2048 or there is one PE,
- *                        else an eighth of this PE's SMs as dedicated copy SMs;
+ *                        else an eighth of this PE's SMs as dedicated copy SMs (the
+ *                        warps when the PE has too few SMs to spare them);
  *   TMASHMEM_COMM_WARPS  always the producer warps;
  *   > 0                  that many dedicated copy SMs (bulk copies).
  * docs/fused.md ("Copiers") has the measurements behind the default. */

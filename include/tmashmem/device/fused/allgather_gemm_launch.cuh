@@ -73,11 +73,12 @@ inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
 
 /// The default copier of tmashmem_allgather_matmul_on_stream (comm_sms 0), as a comm_ctas
 /// value for a PE with `n` columns of B: the idle producer warps (0) with one PE or from
-/// kAllgatherWarpsMinN columns, else an eighth of the PE's SMs (at least 2) as copy CTAs.
+/// kAllgatherWarpsMinN columns, else an eighth of the PE's SMs as copy CTAs (at least 2; the
+/// warps where those would be more than half of the PE's SMs).
 /// The eighth session's copier sweep (2 and 4 PEs sharing one H200, docs/fused.md
-/// "Copiers") found the warps within 0.04 of the best copier on every shape with n >= 2048
-/// but one, and an eighth of the SMs (8 of 66, 4 of 33) the best count at n = 1024, where the
-/// warps lost 0.09-0.17.
+/// "Copiers") found the warps within 0.02 of the best copier with n >= 2048 but on two rows,
+/// and an eighth of the SMs (8 of 66, 4 of 33) the best count at n = 1024, where the warps
+/// lost 0.10-0.17.
 constexpr int kAllgatherWarpsMinN = 2048;
 
 template <class Cfg>
@@ -85,7 +86,9 @@ int allgather_gemm_default_comm_ctas(const tmashmem_ctx_t& ctx, int n) {
   if (ctx.n_pes <= 1 || n >= kAllgatherWarpsMinN) return 0;
   int sms = 0;
   if (gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms) != nullptr) return 0;
-  return std::max(2, fused_sms_per_pe(ctx, sms) / 8);
+  const int usable = fused_sms_per_pe(ctx, sms), copy = std::max(2, usable / 8);
+  // With a handful of SMs per PE (many PEs on one GPU), copy SMs would starve the GEMM.
+  return 2 * copy <= usable ? copy : 0;
 }
 
 /// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
