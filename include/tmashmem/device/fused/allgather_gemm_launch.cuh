@@ -19,6 +19,7 @@
 
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/fused/allgather_gemm.cuh"
+#include "tmashmem/device/fused/copier.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 
 namespace tmashmem::fused {
@@ -71,24 +72,14 @@ inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
   return sms;
 }
 
-/// The default copier of tmashmem_allgather_matmul_on_stream (comm_sms 0), as a comm_ctas
-/// value for a PE with `n` columns of B: the idle producer warps (0) with one PE or from
-/// kAllgatherWarpsMinN columns, else an eighth of the PE's SMs as copy CTAs (at least 2; the
-/// warps where those would be more than half of the PE's SMs).
-/// The eighth session's copier sweep (2 and 4 PEs sharing one H200, docs/fused.md
-/// "Copiers") found the warps within 0.02 of the best copier with n >= 2048 but on two rows,
-/// and an eighth of the SMs (8 of 66, 4 of 33) the best count at n = 1024, where the warps
-/// lost 0.10-0.17.
-constexpr int kAllgatherWarpsMinN = 2048;
-
+/// The default copier of tmashmem_allgather_matmul_on_stream (comm_sms 0) for a PE with `n`
+/// columns of B: allgather_default_comm_ctas (copier.cuh) with this PE's share of the SMs.
 template <class Cfg>
 int allgather_gemm_default_comm_ctas(const tmashmem_ctx_t& ctx, int n) {
-  if (ctx.n_pes <= 1 || n >= kAllgatherWarpsMinN) return 0;
+  if (allgather_default_comm_ctas(ctx.n_pes, n, 1 << 30) == 0) return 0;  // no SM count needed
   int sms = 0;
   if (gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms) != nullptr) return 0;
-  const int usable = fused_sms_per_pe(ctx, sms), copy = std::max(2, usable / 8);
-  // With a handful of SMs per PE (many PEs on one GPU), copy SMs would starve the GEMM.
-  return 2 * copy <= usable ? copy : 0;
+  return allgather_default_comm_ctas(ctx.n_pes, n, fused_sms_per_pe(ctx, sms));
 }
 
 /// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
