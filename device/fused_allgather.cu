@@ -33,7 +33,8 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
                                 c.ldc,
                                 static_cast<__nv_bfloat16*>(c.a_gathered),
                                 static_cast<uint64_t*>(c.workspace)};
-  p.comm_ctas = c.comm_sms == 0 ? fused::allgather_gemm_default_comm_ctas<AllgatherCfg>(c.ctx, c.n)
+  // The public encoding (0: by shape, TMASHMEM_COMM_WARPS) in the planner's.
+  p.comm_ctas = c.comm_sms == 0                     ? fused::kAllgatherCommByShape
                 : c.comm_sms == TMASHMEM_COMM_WARPS ? 0
                                                     : c.comm_sms;
   fused::AllgatherGemmPlan<AllgatherCfg> plan;

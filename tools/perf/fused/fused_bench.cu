@@ -211,10 +211,21 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
         "\n%lld x %d x %d per PE (M x N_local x K), %d PEs, m_shard %d: check %s (C diff "
         "%llu, gathered diff %llu on PE 0)\n",
         (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
-  const int by_shape = tmashmem::fused::allgather_gemm_default_comm_ctas<Cfg>(c, s.n);
-  if (me == 0)
-    std::printf("  the default copier (tmashmem_allgather_matmul_on_stream, comm_sms 0): %s\n",
-                by_shape ? (std::to_string(by_shape) + " copy SMs").c_str() : "copy warps");
+  {  // the copier the planner picks by shape (tmashmem_allgather_matmul_on_stream, comm_sms 0)
+    tmashmem::fused::AllgatherGemmProblem fp{};
+    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
+    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
+    fp.comm_ctas = tmashmem::fused::kAllgatherCommByShape;
+    tmashmem::fused::AllgatherGemmPlan<Cfg> plan{};
+    const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &plan);
+    const std::string copier = why ? std::string(why)
+                               : plan.args.comm_ctas == 0
+                                   ? std::string("copy warps")
+                                   : std::to_string(plan.args.comm_ctas) + " copy SMs";
+    if (me == 0)
+      std::printf("  the default copier (tmashmem_allgather_matmul_on_stream, comm_sms 0): %s\n",
+                  copier.c_str());
+  }
   time_and_print(variants, reps, stream, flop, title);
   CHECK_CUDA(cudaStreamSynchronize(stream));
   CHECK_TM(tmashmem_barrier_all());

@@ -34,7 +34,8 @@ struct AllgatherGemmProblem {
   __nv_bfloat16* a_gathered;  // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
   uint64_t* workspace;        // symmetric, allgather_gemm_workspace_bytes, zeroed once
   int comm_ctas = 0;          // 0: the GEMM CTAs' idle producer warps copy (no SM
-                              // leaves the GEMM); > 0: that many CTAs copy instead
+                              // leaves the GEMM); > 0: that many CTAs copy instead;
+                              // kAllgatherCommByShape: allgather_default_comm_ctas
   uint64_t timeout_ns = kFusedDefaultTimeoutNs;
   int group_rows = 8;
 };
@@ -72,16 +73,6 @@ inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
   return sms;
 }
 
-/// The default copier of tmashmem_allgather_matmul_on_stream (comm_sms 0) for a PE with `n`
-/// columns of B: allgather_default_comm_ctas (copier.cuh) with this PE's share of the SMs.
-template <class Cfg>
-int allgather_gemm_default_comm_ctas(const tmashmem_ctx_t& ctx, int n) {
-  if (allgather_default_comm_ctas(ctx.n_pes, n, 1 << 30) == 0) return 0;  // no SM count needed
-  int sms = 0;
-  if (gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms) != nullptr) return 0;
-  return allgather_default_comm_ctas(ctx.n_pes, n, fused_sms_per_pe(ctx, sms));
-}
-
 /// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
 template <class Cfg>
 const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmProblem& p,
@@ -109,8 +100,12 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   int sms = 0;
   if (const char* why = gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms)) return why;
   const int usable = fused_sms_per_pe(ctx, sms);
-  if (p.comm_ctas < 0) return "allgather_matmul: comm_ctas must be 0 or positive";
-  const int comm = (p.comm_ctas + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
+  if (p.comm_ctas < 0 && p.comm_ctas != kAllgatherCommByShape)
+    return "allgather_matmul: comm_ctas must be 0, positive or kAllgatherCommByShape";
+  const int asked = p.comm_ctas == kAllgatherCommByShape
+                        ? allgather_default_comm_ctas(ctx.n_pes, p.n, usable)
+                        : p.comm_ctas;
+  const int comm = (asked + Cfg::kClusterM - 1) / Cfg::kClusterM * Cfg::kClusterM;
   if (comm + Cfg::kClusterM > usable)
     return "allgather_matmul: comm_ctas leaves no SM for the GEMM (at most the PE's SMs minus one "
            "cluster)";

@@ -1,9 +1,14 @@
 // The default copier of the all-gather GEMM (tmashmem_allgather_matmul_on_stream with
 // comm_sms 0): a pure function of the job and the shape. Plain C++ without CUDA, so that CPU
-// tests include it; allgather_gemm_launch.cuh asks the device for the PE's SMs and calls it.
+// tests include it; allgather_gemm_plan (allgather_gemm_launch.cuh) calls it with the PE's
+// share of the SMs.
 #pragma once
 
 namespace tmashmem::fused {
+
+/// AllgatherGemmProblem::comm_ctas asking for allgather_default_comm_ctas (what
+/// tmashmem_allgather_matmul_on_stream's comm_sms 0 passes).
+constexpr int kAllgatherCommByShape = -1;
 
 /// From this many columns of B per PE the GEMM CTAs' idle producer warps keep up with the
 /// GEMM (docs/fused.md, "Copiers").
