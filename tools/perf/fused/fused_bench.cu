@@ -1,9 +1,10 @@
 // tmashmem-fused-bench: the all-gather GEMM kernel (tmashmem/device/fused) beside the same
 // work without fusion, every PE running at once (PEs may share one GPU under MPS).
 //
-//   mpirun -np P tmashmem-fused-bench [reps] [shapes] [M N K ...]
+//   mpirun -np P tmashmem-fused-bench [reps] [shapes] [[rs] M N K ...]
 // shapes: how many of each list; M N K triples replace the all-gather list and skip the
-// reduce-scatter section (the copier sweep over other shapes).
+// reduce-scatter section (the copier sweep over other shapes); after `rs` they replace the
+// reduce-scatter list (M x N x K_local) and skip the all-gather section.
 //
 // Per shape (M = total rows, N = this PE's columns, K): one check (fused C and gathered A
 // equal the unfused ones bit for bit: same engine, same tile, same order of sums), then
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -363,10 +365,12 @@ int main(int argc, char** argv) {
   std::vector<Shape> rs_shapes = {
       {8192, 8192, 8192}, {8192, 8192, 3584}, {4096, 4096, 4096}, {512, 8192, 8192}};
   if (argc > 3) {
+    const bool rs = std::strcmp(argv[3], "rs") == 0;
+    std::vector<Shape>& given = rs ? rs_shapes : shapes;
     shapes.clear();
     rs_shapes.clear();
-    for (int i = 3; i + 2 < argc; i += 3)
-      shapes.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2])});
+    for (int i = rs ? 4 : 3; i + 2 < argc; i += 3)
+      given.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2])});
   }
   for (int i = 0; i < n_shapes && i < int(shapes.size()); ++i)
     bench_shape(shapes[i], reps, ctx, distinct, nccl, comm);

@@ -10,25 +10,25 @@
 //   fast           the epilogue adds each finished tile straight into its owner's c_shard
 //                  (TMA reduce-add on the owner's tensor map, bf16). Every PE adds into every
 //                  shard, in an order that depends on timing: the sums are not bit-for-bit
-//                  reproducible (bf16 rounding after each add).
+//                  reproducible (bf16 rounding after each add). One PE stores its tiles.
 //   deterministic  each owner's staging tile (fp32 [m_shard][N] in its workspace) receives the
 //                  PEs' fp32 partial tiles one after another in a fixed order, the order in
 //                  which the tile orders reach it (PE owner - 1 first, then owner - 2, ...,
 //                  the owner last): the first stores, each next one waits for its
-//                  predecessor's flag and TMA-adds. Once the owner's own add is in, the idle
-//                  producer warps of the owner's CTA that computed the tile round it to bf16
-//                  into c_shard, while the GEMM goes on: bit-identical across runs (the same
-//                  fp32 additions in the same order, one rounding to bf16).
+//                  predecessor's flag and TMA-adds. The owner's epilogue waits for the last of
+//                  them, adds the sum to its own tile in registers and stores the result as
+//                  bf16 into c_shard: bit-identical across runs (the same fp32 additions in the
+//                  same order, one rounding to bf16).
 //
-// Protocol of call e (sync.cuh has the words): fast: every CTA zeroes its slice of this PE's
-// c_shard, the last of them publishes permit = e to every PE; a PE's producer waits for
-// permit[owner] >= e before it loads the first tile of the owner's rows (so before the
-// epilogue adds into the owner's shard); when every CTA is done (its adds complete), the last
-// one sends done = e to every owner and waits until every PE has sent done = e here (the
-// shard is complete), then bumps the epoch. deterministic: at start CTA 0 publishes permit = e
-// (the previous call's conversions are done: this PE's staging may be written again); the
-// flag of an owner's half-tile counts the partials in: (e - 1) * n_pes + k + 1 once the k-th
-// (from 0) is complete. A half-tile's flag is raised when its stores are complete, which the
+// Protocol of call e (sync.cuh has the words): fast, 2 PEs or more: every CTA zeroes its slice
+// of this PE's c_shard, the last of them publishes permit = e to every PE; a PE's producer waits
+// for permit[owner] >= e before it loads the first tile of the owner's rows (so before the epilogue
+// adds into the owner's shard); when every CTA is done (its adds complete), the last one sends done
+// = e to every owner and waits until every PE has sent done = e here (the shard is complete), then
+// bumps the epoch. deterministic (and fast with one PE): at start CTA 0 publishes permit = e (the
+// previous call's sums are done: this PE's staging may be written again); the flag of an owner's
+// half-tile counts the others' partials in: (e - 1) * n_pes + k + 1 once the k-th (from 0, up to
+// n_pes - 2) is complete. A half-tile's flag is raised when its stores are complete, which the
 // epilogue's thread checks a few k-blocks into its next tile (mid_mainloop: the stores complete
 // behind those MMAs), at its next epilogue if the tile is shorter, before it blocks on anything
 // itself, and at its end. Every wait is bounded.
@@ -54,9 +54,11 @@ constexpr int kReduceScatterMaxPes = 8;  // one tensor map per owner in the kern
 enum class ReduceScatterMode : int { fast = 0, deterministic = 1 };
 
 /// Per owner PE: the map the epilogue writes through, rank 3 {N, m_shard, 1}: fast: the
-/// owner's c_shard (bf16); deterministic: the owner's staging (fp32).
+/// owner's c_shard (bf16); deterministic: the owner's staging (fp32), and `own` this PE's c_shard
+/// (bf16, OwnTileCfg's box), where the sums of its own tiles go.
 struct OwnerMaps {
   CUtensorMap map[kReduceScatterMaxPes];
+  CUtensorMap own;
 };
 
 struct ReduceScatterArgs {
@@ -83,8 +85,8 @@ __device__ __forceinline__ int rs_source_at(int owner, int k, int n_pes) {
 
 /// Deterministic: the word, in the workspace of the PE that waits for it, that counts the
 /// partials of owner `owner`'s half-tile at (row0, col0) of its shard: the PE at position k
-/// waits there for k of them, the owner's producer warps for all. Each partial's writer raises
-/// it in the workspace of the next PE in the order (the owner after the last).
+/// waits there for k of them (the owner, last, for all the others'). Each partial's writer raises
+/// it in the workspace of the next PE in the order.
 template <class Cfg>
 __device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int owner, int row0,
                                              int col0) {
@@ -92,42 +94,13 @@ __device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int own
          col0 / Cfg::kBlockN;
 }
 
-/// The producer warps of an owner's CTA (96 threads, `t` 0 .. 95): one complete staging
-/// half-tile, rounded to bf16 into c_shard.
+/// Deterministic: the configuration of the owner's own tiles, which leave the GEMM as bf16 into
+/// c_shard (the same tile, buffers and chunk bytes as Cfg's fp32 partials).
 template <class Cfg>
-__device__ __forceinline__ void rs_round_half(const ReduceScatterArgs& a, int row0, int col0,
-                                              uint32_t t) {
-  constexpr uint32_t kThreads = 96;
-  const int rows = min(64, a.gemm.m - row0), quads = min(Cfg::kBlockN, a.gemm.n - col0) / 4;
-  const int units = rows * quads;  // N is a multiple of 8: whole float4 units
-  const float* src = a.staging + size_t(row0) * a.gemm.n + col0;
-  __nv_bfloat16* dst = a.c_shard + size_t(row0) * a.ldc + col0;
-  for (int u = static_cast<int>(t); u < units; u += 4 * kThreads) {
-    float4 v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int w = u + i * static_cast<int>(kThreads);
-      if (w < units)
-        v[i] =
-            __ldcg(reinterpret_cast<const float4*>(src + size_t(w / quads) * a.gemm.n) + w % quads);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int w = u + i * static_cast<int>(kThreads);
-      if (w < units) {
-        __nv_bfloat162 lo = __floats2bfloat162_rn(v[i].x, v[i].y);
-        __nv_bfloat162 hi = __floats2bfloat162_rn(v[i].z, v[i].w);
-        uint2 packed;
-        packed.x = *reinterpret_cast<uint32_t*>(&lo);
-        packed.y = *reinterpret_cast<uint32_t*>(&hi);
-        reinterpret_cast<uint2*>(dst + size_t(w / quads) * a.ldc)[w % quads] = packed;
-      }
-    }
-  }
-}
+using OwnTileCfg = gemm::GemmConfig<Cfg::kBlockN, Cfg::kStages, Cfg::kClusterM, __nv_bfloat16>;
 
 /// The hooks: the owner's map, the wait for its permit, and (deterministic) the order of the
-/// additions, the flags, and the rounding of the own tiles by the producer warps.
+/// additions, the flags, and the own tiles' sum and rounding in the epilogue.
 template <class Cfg, ReduceScatterMode Mode>
 struct ReduceScatterHooks : gemm::NoHooks {
   static constexpr bool kDeterministic = Mode == ReduceScatterMode::deterministic;
@@ -135,7 +108,6 @@ struct ReduceScatterHooks : gemm::NoHooks {
   const ReduceScatterArgs* args;
   const OwnerMaps* maps;
   uint64_t epoch;
-  int cta = 0;             // this CTA's index among the GEMM's (for the producer warps)
   uint64_t permitted = 0;  // bit q: owner q's permit seen (producer thread)
   int pending_pe = -1;     // deterministic, epilogue thread: a half-tile not yet flagged, the PE
   int pending_flag = 0;    // whose word it raises, and the value
@@ -145,8 +117,19 @@ struct ReduceScatterHooks : gemm::NoHooks {
   // writes (fast: its shard is zero; deterministic: its staging is free). The acquire reaches
   // the epilogue's thread through the stage barriers (release / acquire at CTA scope), which
   // completes the order before that thread's first write to the owner.
-  __device__ __forceinline__ void before_a_loads(int batch, int /*row0*/, int /*cluster_row*/,
-                                                 int /*col*/) {
+  __device__ __forceinline__ void before_a_loads(int batch, int row0, int /*cluster_row*/,
+                                                 int col) {
+    if constexpr (kDeterministic) {
+      // An own tile's epilogue reads the others' sum from the staging: start pulling it into L2
+      // now, a whole mainloop ahead (a hint: the epilogue reads it again after its acquire).
+      if (batch == ctx->my_pe && ctx->n_pes > 1) {
+        const ReduceScatterArgs& a = *args;
+        const int col0 = col * Cfg::kBlockN, rows = min(Cfg::kBlockM, a.gemm.m - row0);
+        const uint32_t bytes = static_cast<uint32_t>(min(Cfg::kBlockN, a.gemm.n - col0)) * 4;
+        for (int r = 0; r < rows; ++r)
+          detail::bulk_prefetch_l2(a.staging + size_t(row0 + r) * a.gemm.n + col0, bytes);
+      }
+    }
     if ((permitted >> batch) & 1u) return;
     fused_wait_ge(args->ws + words::kPermit + batch, epoch, args->timeout_ns,
                   "matmul_reduce_scatter", ctx->my_pe, "the permit of owner PE", batch);
@@ -169,30 +152,70 @@ struct ReduceScatterHooks : gemm::NoHooks {
     pending_pe = -1;
   }
 
-  // Deterministic: the first partial of a half-tile is stored (the engine's epilogue); every
-  // later one waits for its predecessor's and adds.
+  // Epilogue thread, deterministic: the PE at position k > 0 of the half-tile's order waits
+  // for the k partials before its own.
+  __device__ __forceinline__ void wait_for_predecessor(int owner, int row0, int col0, int k) {
+    const ReduceScatterArgs& a = *args;
+    const uint64_t* flag = a.ws + rs_flag_index<Cfg>(a, owner, row0, col0);
+    const uint64_t want = (epoch - 1) * ctx->n_pes + k;
+    if (detail::ld_acquire_sys(flag) < want) {
+      // Peers may be waiting for this PE's last half-tile: raise its flag before blocking.
+      if (pending_pe >= 0) {
+        bulk_wait_group<0>();
+        publish_pending();
+      }
+      fused_wait_ge(flag, want, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
+                    "the previous partial of a tile of owner PE", owner);
+    }
+  }
+
+  // Deterministic, an own half-tile (the last in its order) with other PEs: the MMAs start from
+  // the others' sum in the staging, so the tile's sum is complete in registers and leaves once,
+  // as bf16 (epilogue). Every other half-tile starts from zeros written here too: accumulators
+  // written by ordinary instructions on some tiles only make ptxas serialise every wgmma
+  // (C7515).
+  template <class Acc>
+  __device__ __forceinline__ bool initial_accumulators(Acc& acc, const gemm::EpilogueSlab& e) {
+    if constexpr (kDeterministic) {
+      const ReduceScatterArgs& a = *args;
+      const bool sum = e.batch == ctx->my_pe && ctx->n_pes > 1 && e.row0 < a.gemm.m;
+      if (sum) {
+        if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, ctx->n_pes - 1);
+        detail::named_barrier_sync(1 + static_cast<uint32_t>(e.wg), 128);  // after the acquire
+      }
+      gemm::accumulators_load<Cfg>(acc, a.staging + size_t(e.row0) * a.gemm.n + e.col0, a.gemm.n,
+                                   sum ? a.gemm.m - e.row0 : 0, a.gemm.n - e.col0, e.thread_in_wg);
+      return true;
+    } else {
+      (void)acc, (void)e;
+      return false;
+    }
+  }
+
+  // fast, one PE: the shard's only partial is stored (nothing was zeroed to add into).
+  // Deterministic: the first partial of another owner's half-tile is stored (the engine's
+  // epilogue); every later one waits for its predecessor's and TMA-adds; an own half-tile
+  // (initial_accumulators: the whole sum) is stored as bf16 into c_shard.
   template <class Storage, class Acc>
   __device__ __forceinline__ bool epilogue(Storage& s, const Acc& acc, const gemm::EpilogueSlab& e,
                                            uint32_t& slot) {
     if constexpr (!kDeterministic) {
-      (void)s, (void)acc, (void)e, (void)slot;
-      return false;
+      if (ctx->n_pes > 1) return false;  // the engine's add into the owner
+      gemm::epilogue_store<Cfg, gemm::EpilogueOp::store>(s, acc, &maps->map[0], 0, e.row0, e.col0,
+                                                         e.wg, e.thread_in_wg, slot);
+      return true;
     } else {
       const ReduceScatterArgs& a = *args;
+      if (e.row0 >= a.gemm.m) return false;  // wholly past the shard: nothing is stored
+      if (e.batch == ctx->my_pe) {
+        gemm::epilogue_store<Cfg, gemm::EpilogueOp::store, OwnTileCfg<Cfg>>(
+            s, acc, &maps->own, 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
+        return true;
+      }
       const int k = rs_position(e.batch, ctx->my_pe, ctx->n_pes);
-      if (k == 0 || e.row0 >= a.gemm.m) return false;
+      if (k == 0) return false;
       if (e.thread_in_wg == 0) {
-        const uint64_t* flag = a.ws + rs_flag_index<Cfg>(a, e.batch, e.row0, e.col0);
-        const uint64_t want = (epoch - 1) * ctx->n_pes + k;
-        if (detail::ld_acquire_sys(flag) < want) {
-          // Peers may be waiting for this PE's last half-tile: raise its flag before blocking.
-          if (pending_pe >= 0) {
-            bulk_wait_group<0>();
-            publish_pending();
-          }
-          fused_wait_ge(flag, want, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
-                        "the previous partial of a tile of owner PE", e.batch);
-        }
+        wait_for_predecessor(e.batch, e.row0, e.col0, k);
         detail::fence_proxy_async_global();  // the acquire, then this thread's TMA adds
       }
       gemm::epilogue_store<Cfg, gemm::EpilogueOp::reduce_add>(
@@ -209,7 +232,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
         publish_pending();
       }
       const int n_pes = ctx->n_pes, k = rs_position(batch, ctx->my_pe, n_pes);
-      pending_pe = k + 1 < n_pes ? rs_source_at(batch, k + 1, n_pes) : batch;
+      if (k + 1 == n_pes) return;  // an own half-tile: its sum is final, nobody waits for it
+      pending_pe = rs_source_at(batch, k + 1, n_pes);
       pending_flag = rs_flag_index<Cfg>(*args, batch, row0, col0);
       pending_value = (epoch - 1) * n_pes + k + 1;
     } else {
@@ -231,33 +255,6 @@ struct ReduceScatterHooks : gemm::NoHooks {
   __device__ __forceinline__ void after_last_tile(int /*wg*/) {
     if constexpr (kDeterministic) {
       if (pending_pe >= 0) publish_pending();  // the engine waited for every store
-    }
-  }
-
-  // Deterministic: this CTA's own half-tiles, each rounded once its last partial is in.
-  __device__ __forceinline__ void producer_warps(uint32_t t) {
-    if constexpr (kDeterministic) {
-      const ReduceScatterArgs& a = *args;
-      const gemm::TileScheduler sched(a.gemm);
-      const uint64_t complete = epoch * ctx->n_pes;
-      for (int i = cta; i < sched.tiles(); i += static_cast<int>(gridDim.x)) {
-        const gemm::TileCoordMN tc = sched.coord(i);
-        const gemm::TileRowInBatch tr =
-            gemm::tile_row_in_batch<Cfg::kBlockM, 1>(a.gemm, tc.cluster_row, 0);
-        if (tr.batch != ctx->my_pe) continue;
-        for (int h = 0; h < Cfg::kBlockM; h += 64) {
-          const int row0 = tr.row0 + h, col0 = tc.col * Cfg::kBlockN;
-          if (row0 >= a.gemm.m) break;
-          const int flag = rs_flag_index<Cfg>(a, ctx->my_pe, row0, col0);
-          if (t == 0)
-            fused_wait_ge(a.ws + flag, complete, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
-                          "the last partial of own half-tile", flag - words::kFlags);
-          detail::named_barrier_sync(gemm::kProducerWarpsBarrier, 96);  // after the acquire
-          rs_round_half<Cfg>(a, row0, col0, t);
-        }
-      }
-    } else {
-      (void)t;
     }
   }
 };
@@ -285,7 +282,7 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
                 "fast mode adds into the owners' shards");
   const uint64_t epoch = fused_epoch(a.ws);
   const int me = ctx.my_pe, n_pes = ctx.n_pes;
-  if constexpr (Mode == ReduceScatterMode::fast) {
+  if (Mode == ReduceScatterMode::fast && n_pes > 1) {
     rs_zero_shard(a);
     detail::fence_proxy_async_global();  // the zeros, before peers' TMA adds
     __syncthreads();
@@ -310,12 +307,10 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   hooks.args = &a;
   hooks.maps = &maps;
   hooks.epoch = epoch;
-  hooks.cta = static_cast<int>(blockIdx.x);
   gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, &maps.map[0], a.gemm,
                       static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), hooks);
-  // The epilogue's TMA writes are complete (gemm_cta waited for them; deterministic: the
-  // producer warps have rounded this CTA's own tiles): order them before the generic releases
-  // that follow.
+  // The epilogue's TMA writes are complete (gemm_cta waited for them): order them before the
+  // generic releases that follow.
   detail::fence_proxy_async_global();
   __syncthreads();
   // A consumer thread finishes: the producer warpgroup runs on kProducerRegs registers.

@@ -19,7 +19,8 @@
 namespace tmashmem::fused {
 
 /// The configurations of the two modes: 128 x 256 tiles, 4 stages, no cluster; bf16
-/// reduce-add (fast) or fp32 store (deterministic) epilogue.
+/// reduce-add (fast) or fp32 store (deterministic: the others' partials; its own tiles leave as
+/// bf16, OwnTileCfg) epilogue.
 using ReduceScatterFastCfg =
     gemm::GemmConfig<256, 4, 1, __nv_bfloat16, gemm::EpilogueOp::reduce_add>;
 using ReduceScatterDeterministicCfg = gemm::GemmConfig<256, 4, 1, float>;
@@ -115,6 +116,11 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                 int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
+  plan->maps.own = CUtensorMap{};
+  if (Mode == ReduceScatterMode::deterministic &&
+      !gemm::detail_launch::encode_output<OwnTileCfg<Cfg>>(&plan->maps.own, p.c_shard, ms, p.n,
+                                                           p.ldc, 1, int64_t(ms) * p.ldc))
+    return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for the shard's map";
   int sms = 0;
   if (const char* why = gemm::gemm_kernel_setup<Cfg>(gemm_reduce_scatter_kernel<Cfg, Mode>, &sms))
     return why;

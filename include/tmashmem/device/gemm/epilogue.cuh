@@ -49,46 +49,77 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 
 }  // namespace detail_epilogue
 
+/// All 128 threads of consumer warpgroup `wg`, before a tile's mainloop: sets the accumulators
+/// of its slab to the fp32 array whose element (r, c) is base[r * ld + c] for r < rows,
+/// c < cols (0 beyond: those results are clipped), so that the MMAs add the tile to it (mainloop
+/// with `accumulate`). `base` 8-byte aligned, `ld` even. Read through L2 (ld.global.cg): its
+/// writers are other SMs or other PEs, and the caller orders their writes before the call (an
+/// acquire, then a barrier of the warpgroup). No MMA of the warpgroup may be in flight.
+template <class Cfg>
+__device__ __forceinline__ void accumulators_load(Accumulators<Cfg>& acc, const float* base,
+                                                  int64_t ld, int rows, int cols,
+                                                  uint32_t thread_in_wg) {
+  const uint32_t warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+  const int r0 = static_cast<int>(warp * 16 + lane / 4);
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+    const int col = j * 8 + 2 * static_cast<int>(lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      float2 v = make_float2(0.f, 0.f);
+      if (r < rows && col < cols) v = __ldcg(reinterpret_cast<const float2*>(base + r * ld + col));
+      acc[4 * j + 2 * h] = v.x;
+      acc[4 * j + 2 * h + 1] = v.y;
+    }
+  }
+}
+
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
 /// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
 /// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). `Op`:
-/// store or add (Cfg's, unless a fused kernel does both). Uses named barrier 1 + wg. Thread 0 of
+/// store or add (Cfg's, unless a fused kernel does both). `OutCfg`: the output type and chunk
+/// shape (Cfg's, unless a fused kernel writes another type through the same buffers). Uses named
+/// barrier 1 + wg. Thread 0 of
 /// the warpgroup issues the stores and owns their bulk async-groups: it waits for them at the next
 /// call and before the kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept
 /// across tiles so that the buffers alternate also when a tile has an odd number of chunks).
-template <class Cfg, EpilogueOp Op = Cfg::kEpilogueOp>
+template <class Cfg, EpilogueOp Op = Cfg::kEpilogueOp, class OutCfg = Cfg>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,
                                                const CUtensorMap* c_map, int batch, int row0,
                                                int col0, int wg, uint32_t thread_in_wg,
                                                uint32_t& slot) {
-  using Out = typename Cfg::Out;
-  constexpr int kGroupsPerChunk = Cfg::kOutChunkCols / 8;  // 8-column accumulator groups
+  using Out = typename OutCfg::Out;
+  static_assert(OutCfg::kBlockN == Cfg::kBlockN && OutCfg::kOutBuffers == Cfg::kOutBuffers &&
+                    OutCfg::kOutChunkBytes == Cfg::kOutChunkBytes,
+                "OutCfg: the same tile width and chunk buffers as Cfg");
+  constexpr int kGroupsPerChunk = OutCfg::kOutChunkCols / 8;  // 8-column accumulator groups
   const uint32_t warp = thread_in_wg / 32, lane = thread_in_wg % 32;
   const uint32_t r0 = warp * 16 + lane / 4;
   const uint32_t barrier_id = 1 + static_cast<uint32_t>(wg);
 #pragma unroll
-  for (int c = 0; c < Cfg::kOutChunks; ++c) {
+  for (int c = 0; c < OutCfg::kOutChunks; ++c) {
     uint8_t* chunk = s.out[wg][slot];
-    slot = slot + 1 == Cfg::kOutBuffers ? 0 : slot + 1;
+    slot = slot + 1 == OutCfg::kOutBuffers ? 0 : slot + 1;
     // The store issued from this buffer two chunks ago has finished reading it.
-    if (thread_in_wg == 0) bulk_wait_group_read<Cfg::kOutBuffers - 1>();
+    if (thread_in_wg == 0) bulk_wait_group_read<OutCfg::kOutBuffers - 1>();
     detail::named_barrier_sync(barrier_id, 128);
 #pragma unroll
     for (int g = 0; g < kGroupsPerChunk; ++g) {
       const int j = c * kGroupsPerChunk + g;
       const uint32_t byte = static_cast<uint32_t>((g * 8 + 2 * (lane % 4)) * sizeof(Out));
       detail_epilogue::store_pair<Out>(
-          chunk, detail_epilogue::swizzled_offset<Cfg::kOutSwizzleBytes>(r0, byte), acc[4 * j],
+          chunk, detail_epilogue::swizzled_offset<OutCfg::kOutSwizzleBytes>(r0, byte), acc[4 * j],
           acc[4 * j + 1]);
       detail_epilogue::store_pair<Out>(
-          chunk, detail_epilogue::swizzled_offset<Cfg::kOutSwizzleBytes>(r0 + 8, byte),
+          chunk, detail_epilogue::swizzled_offset<OutCfg::kOutSwizzleBytes>(r0 + 8, byte),
           acc[4 * j + 2], acc[4 * j + 3]);
     }
     fence_proxy_async_shared();
     detail::named_barrier_sync(barrier_id, 128);
     if (thread_in_wg == 0) {
-      const int32_t coord[3] = {col0 + c * Cfg::kOutChunkCols, row0, batch};
+      const int32_t coord[3] = {col0 + c * OutCfg::kOutChunkCols, row0, batch};
       const uint64_t map = reinterpret_cast<uint64_t>(c_map);
       if constexpr (Op == EpilogueOp::reduce_add)
         detail::tensor_reduce<detail::TensorReduceOp::add, 3>(map, detail::smem_address(chunk),

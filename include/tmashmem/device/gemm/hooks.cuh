@@ -11,6 +11,11 @@
 //   output_map       the epilogue's issuing thread: which tensor map and which block
 //                    coordinate receive the rows of block `batch` (a reduce-scatter GEMM
 //                    sends block p to PE p's copy of C).
+//   initial_accumulators
+//                    all 128 threads of a consumer warpgroup, per 64-row half of a tile, before
+//                    its mainloop: returns true if it set the accumulators (accumulators_load;
+//                    the MMAs then add the tile to them), false to start from zero (a
+//                    deterministic reduce-scatter loads the other PEs' sum of an own half-tile).
 //   epilogue         all 128 threads of a consumer warpgroup, per 64-row half of a tile:
 //                    returns true if it wrote the slab itself (a deterministic reduce-scatter
 //                    waits there for the previous PE's partial of the half-tile in the owner's
@@ -66,6 +71,10 @@ struct NoHooks {
                                                            int* batch_coord) {
     *batch_coord = batch;
     return c_map;
+  }
+  template <class Acc>
+  __device__ __forceinline__ bool initial_accumulators(Acc& /*acc*/, const EpilogueSlab& /*slab*/) {
+    return false;
   }
   template <class Storage, class Acc>
   __device__ __forceinline__ bool epilogue(Storage& /*s*/, const Acc& /*acc*/,

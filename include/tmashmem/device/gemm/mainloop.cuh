@@ -14,14 +14,16 @@ template <class Cfg>
 using Accumulators = float[Cfg::kBlockN / 2];
 
 /// All 128 threads of consumer warpgroup `wg` (0 or 1: rows wg * 64 .. + 63 of the tile).
-/// k_blocks >= 1 (the first MMA overwrites `acc`: no ordinary write of the accumulators may
-/// reach the MMAs, or ptxas serialises them). `hooks.mid_mainloop(wg)` runs on thread 0 once
-/// kMidMainloopBlock k-blocks are in flight, if the tile has more. On return every MMA has
-/// retired.
+/// k_blocks >= 1. The first MMA overwrites `acc`, or with `accumulate` adds to it (a fused
+/// kernel's accumulators_load, before the first wgmma fence: an ordinary write of the
+/// accumulators between the fence and the MMAs would make ptxas serialise them).
+/// `hooks.mid_mainloop(wg)` runs on thread 0 once kMidMainloopBlock k-blocks are in flight, if the
+/// tile has more. On return every MMA has retired.
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineState<Cfg::kStages>& st,
                                          Accumulators<Cfg>& acc, int k_blocks, int wg,
-                                         uint32_t thread_in_wg, Hooks& hooks) {
+                                         uint32_t thread_in_wg, Hooks& hooks,
+                                         bool accumulate = false) {
   constexpr int kAcc = Cfg::kBlockN / 2;
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) detail::wgmma_fence_operand(acc[i]);
@@ -35,7 +37,7 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
     for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk)
       detail::wgmma_m64k16_bf16<Cfg::kBlockN>(acc, detail::wgmma_desc_advance(desc_a, kk * 32),
                                               detail::wgmma_desc_advance(desc_b, kk * 32),
-                                              (kb | kk) != 0 ? 1u : 0u);
+                                              (kb | kk) != 0 || accumulate ? 1u : 0u);
     detail::wgmma_commit();
     detail::wgmma_wait<1>();
     if (kb > 0) pipeline_release<Cfg>(s, previous, thread_in_wg);
