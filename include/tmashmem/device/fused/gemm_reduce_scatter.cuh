@@ -178,7 +178,15 @@ struct ReduceScatterHooks : gemm::NoHooks {
   __device__ __forceinline__ bool initial_accumulators(Acc& acc, const gemm::EpilogueSlab& e) {
     if constexpr (kDeterministic) {
       const ReduceScatterArgs& a = *args;
-      const bool sum = e.batch == ctx->my_pe && ctx->n_pes > 1 && e.row0 < a.gemm.m;
+      const bool own = e.batch == ctx->my_pe;
+      // The other warpgroup may block before its mainloop on this tile while this one runs ahead
+      // into the MMAs, where the stages it needs stop coming: raise a pending flag now, not at
+      // mid_mainloop (own tiles set none, so this happens about once per warpgroup).
+      if (own && e.thread_in_wg == 0 && pending_pe >= 0) {
+        bulk_wait_group<0>();
+        publish_pending();
+      }
+      const bool sum = own && ctx->n_pes > 1 && e.row0 < a.gemm.m;
       if (sum) {
         if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, ctx->n_pes - 1);
         detail::named_barrier_sync(1 + static_cast<uint32_t>(e.wg), 128);  // after the acquire
