@@ -120,14 +120,16 @@ struct ReduceScatterHooks : gemm::NoHooks {
   __device__ __forceinline__ void before_a_loads(int batch, int row0, int /*cluster_row*/,
                                                  int col) {
     if constexpr (kDeterministic) {
-      // An own tile's epilogue reads the others' sum from the staging: start pulling it into L2
-      // now, a whole mainloop ahead (a hint: the epilogue reads it again after its acquire).
+      // An own tile's MMAs start from the others' sum in the staging (initial_accumulators):
+      // start pulling it into L2 while the consumers finish the previous tile (a hint: they
+      // read it after their acquire). One box of the staging map per output chunk.
       if (batch == ctx->my_pe && ctx->n_pes > 1) {
-        const ReduceScatterArgs& a = *args;
-        const int col0 = col * Cfg::kBlockN, rows = min(Cfg::kBlockM, a.gemm.m - row0);
-        const uint32_t bytes = static_cast<uint32_t>(min(Cfg::kBlockN, a.gemm.n - col0)) * 4;
-        for (int r = 0; r < rows; ++r)
-          detail::bulk_prefetch_l2(a.staging + size_t(row0 + r) * a.gemm.n + col0, bytes);
+        const uint64_t map = reinterpret_cast<uint64_t>(&maps->map[batch]);
+        for (int h = 0; h < Cfg::kBlockM; h += 64)
+          for (int c = 0; c < Cfg::kOutChunks; ++c) {
+            const int32_t coord[3] = {col * Cfg::kBlockN + c * Cfg::kOutChunkCols, row0 + h, 0};
+            detail::tensor_prefetch<3>(map, coord);
+          }
       }
     }
     if ((permitted >> batch) & 1u) return;

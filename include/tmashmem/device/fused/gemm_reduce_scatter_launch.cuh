@@ -14,6 +14,7 @@
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 #include "tmashmem/device/fused/gemm_reduce_scatter.cuh"
+#include "tmashmem/device/fused/reduce_scatter_order.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 
 namespace tmashmem::fused {
@@ -101,8 +102,11 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   g.batch_stride_a = int64_t(ms) * p.lda;
   gemm::GemmPlan<Cfg> gp;
   // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows (the
-  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh).
-  if (const char* why = gemm::gemm_plan_tiles(g, &gp, p.group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
+  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh) and walks
+  // the owners' blocks one after another (reduce_scatter_order.cuh).
+  if (const char* why = gemm::gemm_plan_tiles(
+          g, &gp, reduce_scatter_group_rows(p.group_rows, (ms + Cfg::kBlockM - 1) / Cfg::kBlockM),
+          ((ctx.my_pe + 1) % n_pes) * ms))
     return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
