@@ -102,11 +102,16 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   g.batch_stride_a = int64_t(ms) * p.lda;
   gemm::GemmPlan<Cfg> gp;
   // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows (the
-  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh) and walks
-  // the owners' blocks one after another (reduce_scatter_order.cuh).
-  if (const char* why = gemm::gemm_plan_tiles(
-          g, &gp, reduce_scatter_group_rows(p.group_rows, (ms + Cfg::kBlockM - 1) / Cfg::kBlockM),
-          ((ctx.my_pe + 1) % n_pes) * ms))
+  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh). The
+  // deterministic mode walks the owners' blocks one after another (reduce_scatter_order.cuh);
+  // the fast mode keeps the groups of rows that share B in L2 across owners (with a few tile
+  // rows per owner, groups within a block made the fast mode's 512-row shape 0.71 of the GEMM
+  // instead of 0.94 at 4 PEs: docs/fused.md).
+  const int group_rows =
+      Mode == ReduceScatterMode::deterministic
+          ? reduce_scatter_group_rows(p.group_rows, (ms + Cfg::kBlockM - 1) / Cfg::kBlockM)
+          : p.group_rows;
+  if (const char* why = gemm::gemm_plan_tiles(g, &gp, group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
     return why;
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;

@@ -5,13 +5,14 @@
 
 namespace tmashmem::fused {
 
-/// The cluster rows the tile order walks together (gemm::TileScheduler's group_rows) for an
-/// owner block of `owner_tile_rows` tile rows: the largest divisor of it up to `wanted` (at least
-/// 1). The order starts at an owner block's first row, so groups of a divisor tile each block
-/// exactly: the tiles of one owner come before the next owner's, and the deterministic mode's
-/// own tiles come last, after every partial they wait for was computed (else, with a few tile
-/// rows per owner, own tiles would come in every round and wait for partials computed in that
-/// same round).
+/// The deterministic mode's cluster rows walked together (gemm::TileScheduler's group_rows) for
+/// an owner block of `owner_tile_rows` tile rows: the largest divisor of it up to `wanted` (at
+/// least 1). The order starts at an owner block's first row, so groups of a divisor tile each
+/// block exactly: the tiles of one owner come before the next owner's, and the own tiles come
+/// last, after every partial they wait for was computed (else, with a few tile rows per owner,
+/// own tiles would come in every round and wait before their mainloop for partials computed in
+/// that same round). The price, with fewer than `wanted` tile rows per owner: fewer rows share
+/// each tile of B in L2.
 constexpr int reduce_scatter_group_rows(int wanted, int owner_tile_rows) {
   int g = wanted < owner_tile_rows ? wanted : owner_tile_rows;
   for (; g > 1; --g)
