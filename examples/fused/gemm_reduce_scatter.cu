@@ -1,14 +1,18 @@
 // gemm_reduce_scatter: one kernel that multiplies and reduce-scatters (a tensor-parallel
-// row-linear layer), through the on-stream call of tmashmem/fused.h.
+// row-linear layer), written as a kernel of one's own around the device building block
+// tmashmem::fused::gemm_reduce_scatter_cta (tmashmem/device/fused/gemm_reduce_scatter.cuh).
 //
 // Every PE holds A_p [M, K_p] and B_p [N, K_p] (its slice of the reduction dimension). The
 // result C = sum over PEs of A_p * B_p^T is scattered by rows: PE q keeps rows
 // q * M/P .. (q + 1) * M/P - 1 in its c_shard (symmetric). Both modes run: FAST (each tile
 // added straight into its owner's shard; the order of the additions varies) and
-// DETERMINISTIC (fp32 partials added into the owner's staging in a fixed order and rounded
-// once; bit-identical across runs, checked by running it twice). A sample of the shard is checked
-// against a double-precision host reference. PE 0 prints the times (median of 20, every PE at
-// once).
+// DETERMINISTIC (fp32 partials added into the owner's staging in a fixed order, the owner's
+// own tile last, rounded once; bit-identical across runs, checked by running it twice). The
+// host plans once (reduce_scatter_plan: tensor maps of every owner, the grid) and launches
+// row_linear_kernel, where a layer of one's own would add its work before or after the block.
+// The same kernel is what tmashmem_matmul_reduce_scatter_on_stream (tmashmem/fused.h) runs.
+// A sample of the shard is checked against a double-precision host reference. PE 0 prints
+// the times (median of 20, every PE at once).
 //
 // Run:   mpirun -np 2 ./gemm_reduce_scatter [M N K_per_PE]   (PEs may share a GPU: MPS)
 // Prints "gemm_reduce_scatter: N PEs, ... OK" or what went wrong; exits 2 without a GPU.
@@ -23,9 +27,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "fused_example.h"
+#include "tmashmem/device/fused/gemm_reduce_scatter_launch.cuh"
 #include "tmashmem/tmashmem.h"
 
 namespace {
@@ -33,6 +39,53 @@ namespace {
 using fused_example::median_ms;
 using fused_example::random_matrix;
 using Bf16 = __nv_bfloat16;
+using tmashmem::fused::ReduceScatterMode;
+template <ReduceScatterMode Mode>
+using RsCfg =
+    std::conditional_t<Mode == ReduceScatterMode::fast, tmashmem::fused::ReduceScatterFastCfg,
+                       tmashmem::fused::ReduceScatterDeterministicCfg>;
+
+// The layer's kernel. Contract of the block: every thread of every CTA calls it once, with
+// Cfg::kThreads threads per CTA and gemm_smem_bytes<Cfg>() of dynamic shared memory, and the
+// grid (the plan's) fits on the PE's SMs at once (CTAs wait for other CTAs and for peers).
+template <ReduceScatterMode Mode>
+__global__ void __launch_bounds__(RsCfg<Mode>::kThreads, 1)
+    row_linear_kernel(const __grid_constant__ tmashmem_ctx_t ctx,
+                      const __grid_constant__ CUtensorMap a_map,
+                      const __grid_constant__ CUtensorMap b_map,
+                      const __grid_constant__ tmashmem::fused::OwnerMaps maps,
+                      const __grid_constant__ tmashmem::fused::ReduceScatterArgs args) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem[];
+  // (Work of one's own before the GEMM goes here: it must not touch c_shard or the workspace.)
+  tmashmem::fused::gemm_reduce_scatter_cta<RsCfg<Mode>, Mode>(ctx, &a_map, &b_map, maps, args,
+                                                              smem);
+  // (Work after it: this CTA's tiles are sent; the shard is complete only when the kernel is.)
+#else
+  (void)ctx, (void)a_map, (void)b_map, (void)maps, (void)args;
+#endif
+}
+
+// One mode: the plan (once) and the launch of row_linear_kernel on it.
+template <ReduceScatterMode Mode>
+struct RowLinear {
+  tmashmem::fused::ReduceScatterPlan<RsCfg<Mode>, Mode> plan;
+  tmashmem_ctx_t ctx;
+
+  const char* prepare(const tmashmem::fused::ReduceScatterProblem& p) {
+    if (tmashmem_device_ctx(&ctx) != TMASHMEM_SUCCESS) return tmashmem_last_error();
+    if (const char* why = tmashmem::fused::reduce_scatter_plan(ctx, p, &plan)) return why;
+    int sms = 0;  // the kernel's shared-memory attribute (the plan set the library's kernel's)
+    return tmashmem::gemm::gemm_kernel_setup<RsCfg<Mode>>(row_linear_kernel<Mode>, &sms);
+  }
+  void run(cudaStream_t stream) const {
+    cudaLaunchAttribute attr{};
+    const cudaLaunchConfig_t cfg =
+        tmashmem::gemm::gemm_launch_config<RsCfg<Mode>>(plan.grid, stream, &attr);
+    CHECK_CUDA(cudaLaunchKernelEx(&cfg, row_linear_kernel<Mode>, ctx, plan.a_map, plan.b_map,
+                                  plan.maps, plan.args));
+  }
+};
 
 }  // namespace
 
@@ -53,20 +106,28 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMemcpy(a, my_a.data(), my_a.size() * 2, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(b, my_b.data(), my_b.size() * 2, cudaMemcpyHostToDevice));
   Bf16* c_shard = static_cast<Bf16*>(tmashmem_malloc(size_t(ms) * n * 2));
-  const int modes[2] = {TMASHMEM_REDUCE_SCATTER_FAST, TMASHMEM_REDUCE_SCATTER_DETERMINISTIC};
-  void* ws[2];
+  const ReduceScatterMode modes[2] = {ReduceScatterMode::fast, ReduceScatterMode::deterministic};
+  uint64_t* ws[2];
   for (int i = 0; i < 2; ++i)
-    ws[i] = tmashmem_calloc(tmashmem_matmul_reduce_scatter_workspace_bytes(m, n, modes[i]), 1);
+    ws[i] = static_cast<uint64_t*>(tmashmem_calloc(
+        tmashmem::fused::reduce_scatter_workspace_bytes(int(ms), int(n), n_pes, modes[i]), 1));
   if (!c_shard || !ws[0] || !ws[1]) {
     std::printf("[PE %d] allocation failed: %s\n", me, tmashmem_last_error());
     return 1;
   }
+  RowLinear<ReduceScatterMode::fast> fast;
+  RowLinear<ReduceScatterMode::deterministic> deterministic;
+  for (int i = 0; i < 2; ++i) {
+    tmashmem::fused::ReduceScatterProblem p{int(m), int(n), int(k), a, k, b, k, c_shard, n, ws[i]};
+    p.mode = modes[i];
+    if (const char* why = i == 0 ? fast.prepare(p) : deterministic.prepare(p)) {
+      std::printf("[PE %d] %s\n", me, why);
+      return 1;
+    }
+  }
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  auto run = [&](int i) {
-    CHECK_TM(tmashmem_matmul_reduce_scatter_on_stream(a, b, c_shard, m, n, k, k, k, n, ws[i],
-                                                      modes[i], stream));
-  };
+  auto run = [&](int i) { i == 0 ? fast.run(stream) : deterministic.run(stream); };
 
   // Every PE's operands, regenerated from their seeds, for the host reference.
   std::vector<std::vector<Bf16>> all_a(n_pes), all_b(n_pes);
