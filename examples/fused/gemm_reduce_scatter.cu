@@ -6,8 +6,8 @@
 // result C = sum over PEs of A_p * B_p^T is scattered by rows: PE q keeps rows
 // q * M/P .. (q + 1) * M/P - 1 in its c_shard (symmetric). Both modes run: FAST (each tile
 // added straight into its owner's shard; the order of the additions varies) and
-// DETERMINISTIC (fp32 partials added into the owner's staging in a fixed order, the owner's
-// own tile last, rounded once; bit-identical across runs, checked by running it twice). The
+// DETERMINISTIC (fp32 partials added into the owner's staging in a fixed order, the last one
+// rounded once into the owner's shard; bit-identical across runs, checked by running it twice). The
 // host plans once (reduce_scatter_plan: tensor maps of every owner, the grid) and launches
 // row_linear_kernel, where a layer of one's own would add its work before or after the block.
 // The same kernel is what tmashmem_matmul_reduce_scatter_on_stream (tmashmem/fused.h) runs.

@@ -231,7 +231,7 @@ struct AllgatherHooks : gemm::NoHooks {
   }
 
   __device__ __forceinline__ void before_a_loads(int batch, int /*row0*/, int cluster_row,
-                                                 int /*col*/) {
+                                                 int /*col*/, int /*index*/) {
     if (batch == ctx->my_pe || cluster_row == last_row) return;
     last_row = cluster_row;
     fused_wait_ge(args->ws + words::kFlags + cluster_row, epoch, args->timeout_ns,

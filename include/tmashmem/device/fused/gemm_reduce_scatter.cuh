@@ -13,25 +13,28 @@
 //                  reproducible (bf16 rounding after each add). One PE stores its tiles.
 //   deterministic  each owner's staging tile (fp32 [m_shard][N] in its workspace) receives the
 //                  PEs' fp32 partial tiles one after another in a fixed order, the order in
-//                  which the tile orders reach it (PE owner - 1 first, then owner - 2, ...,
-//                  the owner last): the first stores, each next one waits for its
-//                  predecessor's flag and TMA-adds. The owner's epilogue waits for the last of
-//                  them, adds the sum to its own tile in registers and stores the result as
-//                  bf16 into c_shard: bit-identical across runs (the same fp32 additions in the
-//                  same order, one rounding to bf16).
+//                  which their walks reach the tile (reduce_scatter_order.cuh: the PEs walk one
+//                  tile order, each a segment of T / n_pes tiles after the next): the first
+//                  stores, each next one waits for its predecessor's flag and TMA-adds, the last
+//                  waits before its mainloop, starts its MMAs from the sum and stores the result
+//                  as bf16 into the owner's c_shard: bit-identical across runs (the same fp32
+//                  additions in the same order, one rounding to bf16). Where an owner's rows
+//                  are whole segments, the owner is last and its own tiles come last.
 //
 // Protocol of call e (sync.cuh has the words): fast, 2 PEs or more: every CTA zeroes its slice
-// of this PE's c_shard, the last of them publishes permit = e to every PE; a PE's producer waits
-// for permit[owner] >= e before it loads the first tile of the owner's rows (so before the epilogue
-// adds into the owner's shard); when every CTA is done (its adds complete), the last one sends done
-// = e to every owner and waits until every PE has sent done = e here (the shard is complete), then
-// bumps the epoch. deterministic (and fast with one PE): at start CTA 0 publishes permit = e (the
-// previous call's sums are done: this PE's staging may be written again); the flag of an owner's
-// half-tile counts the others' partials in: (e - 1) * n_pes + k + 1 once the k-th (from 0, up to
-// n_pes - 2) is complete. A half-tile's flag is raised when its stores are complete, which the
-// epilogue's thread checks a few k-blocks into its next tile (mid_mainloop: the stores complete
-// behind those MMAs), at its next epilogue if the tile is shorter, before it blocks on anything
-// itself, and at its end. Every wait is bounded.
+// of this PE's c_shard, the last of them publishes permit = e to every PE; deterministic (and
+// fast with one PE): CTA 0 publishes permit = e at start (the previous call is complete here:
+// this PE's staging and shard may be written again). A PE's producer waits for permit[owner] >= e
+// before it loads the first tile of the owner's rows (so before the epilogue writes into the
+// owner). When every CTA is done (its writes complete), the last one sends done = e to every
+// PE and waits until every PE has sent done = e here (the shard is complete), then bumps the
+// epoch. Deterministic: the flag of a half-tile, in the workspace of the PE at position k,
+// counts the partials in: (e - 1) * n_pes + k once the k before it are. A writer raises it when
+// its stores are complete, which its epilogue thread checks a few k-blocks into its next tile
+// (mid_mainloop: the stores complete behind those MMAs, and the stages of those k-blocks come
+// without the other warpgroup), at its next epilogue if the tile is shorter, before it blocks
+// on anything itself, and at its end. Every wait points to a tile an earlier step of a walk
+// reaches, so the waits form no cycle. Every wait is bounded.
 //
 // Co-residency: as for the all-gather GEMM (allgather_gemm.cuh): the grid fits on the SMs
 // this PE may use at once.
@@ -44,6 +47,7 @@
 
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/detail/fence.cuh"
+#include "tmashmem/device/fused/reduce_scatter_order.cuh"
 #include "tmashmem/device/fused/sync.cuh"
 #include "tmashmem/device/gemm/kernel.cuh"
 
@@ -53,12 +57,12 @@ constexpr int kReduceScatterMaxPes = 8;  // one tensor map per owner in the kern
 
 enum class ReduceScatterMode : int { fast = 0, deterministic = 1 };
 
-/// Per owner PE: the map the epilogue writes through, rank 3 {N, m_shard, 1}: fast: the
-/// owner's c_shard (bf16); deterministic: the owner's staging (fp32), and `own` this PE's c_shard
-/// (bf16, OwnTileCfg's box), where the sums of its own tiles go.
+/// Per owner PE, rank 3 {N, m_shard, 1}: `map`, where the epilogue writes partials: fast: the
+/// owner's c_shard (bf16); deterministic: the owner's staging (fp32). `shard` (deterministic):
+/// the owner's c_shard (bf16, LastTileCfg's box), where the last of a tile's order writes the sum.
 struct OwnerMaps {
   CUtensorMap map[kReduceScatterMaxPes];
-  CUtensorMap own;
+  CUtensorMap shard[kReduceScatterMaxPes];
 };
 
 struct ReduceScatterArgs {
@@ -71,22 +75,10 @@ struct ReduceScatterArgs {
   uint64_t timeout_ns;
 };
 
-/// Where PE `src`'s partial of owner `owner`'s tiles comes in the fixed order of additions:
-/// the phase of src's tile order (which starts at the next PE's rows) that covers the owner.
-__device__ __forceinline__ int rs_position(int owner, int src, int n_pes) {
-  return (owner - 1 - src + 2 * n_pes) % n_pes;
-}
-
-/// The PE at position k of owner `owner`'s order (position n_pes - 1: the owner). The map
-/// k = owner - 1 - src (mod n_pes) is its own inverse, so this is rs_position again.
-__device__ __forceinline__ int rs_source_at(int owner, int k, int n_pes) {
-  return rs_position(owner, k, n_pes);
-}
-
 /// Deterministic: the word, in the workspace of the PE that waits for it, that counts the
 /// partials of owner `owner`'s half-tile at (row0, col0) of its shard: the PE at position k
-/// waits there for k of them (the owner, last, for all the others'). Each partial's writer raises
-/// it in the workspace of the next PE in the order.
+/// waits there for k of them. Each partial's writer raises it in the workspace of the next PE
+/// in the order.
 template <class Cfg>
 __device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int owner, int row0,
                                              int col0) {
@@ -94,13 +86,13 @@ __device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int own
          col0 / Cfg::kBlockN;
 }
 
-/// Deterministic: the configuration of the owner's own tiles, which leave the GEMM as bf16 into
-/// c_shard (the same tile, buffers and chunk bytes as Cfg's fp32 partials).
+/// Deterministic: the configuration of the last partial of each tile, which leaves the GEMM as
+/// the bf16 sum (the same tile, buffers and chunk bytes as Cfg's fp32 partials).
 template <class Cfg>
-using OwnTileCfg = gemm::GemmConfig<Cfg::kBlockN, Cfg::kStages, Cfg::kClusterM, __nv_bfloat16>;
+using LastTileCfg = gemm::GemmConfig<Cfg::kBlockN, Cfg::kStages, Cfg::kClusterM, __nv_bfloat16>;
 
 /// The hooks: the owner's map, the wait for its permit, and (deterministic) the order of the
-/// additions, the flags, and the own tiles' sum and rounding in the epilogue.
+/// additions, the flags, and the last partial's start from the sum and its bf16 store.
 template <class Cfg, ReduceScatterMode Mode>
 struct ReduceScatterHooks : gemm::NoHooks {
   static constexpr bool kDeterministic = Mode == ReduceScatterMode::deterministic;
@@ -112,18 +104,31 @@ struct ReduceScatterHooks : gemm::NoHooks {
   int pending_pe = -1;     // deterministic, epilogue thread: a half-tile not yet flagged, the PE
   int pending_flag = 0;    // whose word it raises, and the value
   uint64_t pending_value = 0;
+  int tile_seg = 0;  // deterministic, consumer threads: the current tile's segment and this
+  int tile_k = 0;    // PE's position in its order of additions
+
+  // Deterministic: the segment of the tile at `index` of the walk's order, and this PE's position.
+  __device__ __forceinline__ void locate(int index) {
+    const gemm::GemmArgs& g = args->gemm;
+    tile_seg = rs_segment(index, g.cluster_rows * g.tile_cols, ctx->n_pes);
+    tile_k = rs_position(tile_seg, ctx->my_pe, ctx->n_pes);
+  }
 
   // The producer thread, before loading a tile of owner `batch`'s rows: the owner permits
   // writes (fast: its shard is zero; deterministic: its staging is free). The acquire reaches
   // the epilogue's thread through the stage barriers (release / acquire at CTA scope), which
   // completes the order before that thread's first write to the owner.
-  __device__ __forceinline__ void before_a_loads(int batch, int row0, int /*cluster_row*/,
-                                                 int col) {
+  __device__ __forceinline__ void before_a_loads(int batch, int row0, int /*cluster_row*/, int col,
+                                                 int index) {
     if constexpr (kDeterministic) {
-      // An own tile's MMAs start from the others' sum in the staging (initial_accumulators):
-      // start pulling it into L2 while the consumers finish the previous tile (a hint: they
-      // read it after their acquire). One box of the staging map per output chunk.
-      if (batch == ctx->my_pe && ctx->n_pes > 1) {
+      // The last partial of an own tile starts its MMAs from the sum in this PE's staging
+      // (initial_accumulators): pull it into L2 while the consumers finish the previous tile (a
+      // hint: they read it after their acquire). One box of the staging map per output chunk.
+      const gemm::GemmArgs& g = args->gemm;
+      const int n_pes = ctx->n_pes;
+      if (batch == ctx->my_pe && n_pes > 1 &&
+          rs_position(rs_segment(index, g.cluster_rows * g.tile_cols, n_pes), batch, n_pes) ==
+              n_pes - 1) {
         const uint64_t map = reinterpret_cast<uint64_t>(&maps->map[batch]);
         for (int h = 0; h < Cfg::kBlockM; h += 64)
           for (int c = 0; c < Cfg::kOutChunks; ++c) {
@@ -131,6 +136,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
             detail::tensor_prefetch<3>(map, coord);
           }
       }
+    } else {
+      (void)row0, (void)col, (void)index;
     }
     if ((permitted >> batch) & 1u) return;
     fused_wait_ge(args->ws + words::kPermit + batch, epoch, args->timeout_ns,
@@ -171,29 +178,24 @@ struct ReduceScatterHooks : gemm::NoHooks {
     }
   }
 
-  // Deterministic, an own half-tile (the last in its order) with other PEs: the MMAs start from
-  // the others' sum in the staging, so the tile's sum is complete in registers and leaves once,
-  // as bf16 (epilogue). Every other half-tile starts from zeros written here too: accumulators
-  // written by ordinary instructions on some tiles only make ptxas serialise every wgmma
-  // (C7515).
+  // Deterministic: the last partial of a half-tile (with other PEs) starts its MMAs from the
+  // others' sum in the owner's staging, so the tile's sum is complete in registers and leaves
+  // once, as bf16 (epilogue). Every other half-tile starts from zeros written here too:
+  // accumulators written by ordinary instructions on some tiles only make ptxas serialise every
+  // wgmma (C7515).
   template <class Acc>
   __device__ __forceinline__ bool initial_accumulators(Acc& acc, const gemm::EpilogueSlab& e) {
     if constexpr (kDeterministic) {
       const ReduceScatterArgs& a = *args;
-      const bool own = e.batch == ctx->my_pe;
-      // The other warpgroup may block before its mainloop on this tile while this one runs ahead
-      // into the MMAs, where the stages it needs stop coming: raise a pending flag now, not at
-      // mid_mainloop (own tiles set none, so this happens about once per warpgroup).
-      if (own && e.thread_in_wg == 0 && pending_pe >= 0) {
-        bulk_wait_group<0>();
-        publish_pending();
-      }
-      const bool sum = own && ctx->n_pes > 1 && e.row0 < a.gemm.m;
+      const int n_pes = ctx->n_pes;
+      locate(e.index);
+      const bool sum = tile_k == n_pes - 1 && n_pes > 1 && e.row0 < a.gemm.m;
       if (sum) {
-        if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, ctx->n_pes - 1);
+        if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
         detail::named_barrier_sync(1 + static_cast<uint32_t>(e.wg), 128);  // after the acquire
       }
-      gemm::accumulators_load<Cfg>(acc, a.staging + size_t(e.row0) * a.gemm.n + e.col0, a.gemm.n,
+      const float* staging = tmashmem::ptr(*ctx, a.staging, e.batch);
+      gemm::accumulators_load<Cfg>(acc, staging + size_t(e.row0) * a.gemm.n + e.col0, a.gemm.n,
                                    sum ? a.gemm.m - e.row0 : 0, a.gemm.n - e.col0, e.thread_in_wg);
       return true;
     } else {
@@ -203,9 +205,9 @@ struct ReduceScatterHooks : gemm::NoHooks {
   }
 
   // fast, one PE: the shard's only partial is stored (nothing was zeroed to add into).
-  // Deterministic: the first partial of another owner's half-tile is stored (the engine's
-  // epilogue); every later one waits for its predecessor's and TMA-adds; an own half-tile
-  // (initial_accumulators: the whole sum) is stored as bf16 into c_shard.
+  // Deterministic: the first partial of a half-tile is stored into the owner's staging (the
+  // engine's epilogue); every later one waits for its predecessor's and TMA-adds; the last
+  // (initial_accumulators: the whole sum) is stored as bf16 into the owner's c_shard.
   template <class Storage, class Acc>
   __device__ __forceinline__ bool epilogue(Storage& s, const Acc& acc, const gemm::EpilogueSlab& e,
                                            uint32_t& slot) {
@@ -217,15 +219,16 @@ struct ReduceScatterHooks : gemm::NoHooks {
     } else {
       const ReduceScatterArgs& a = *args;
       if (e.row0 >= a.gemm.m) return false;  // wholly past the shard: nothing is stored
-      if (e.batch == ctx->my_pe) {
-        gemm::epilogue_store<Cfg, gemm::EpilogueOp::store, OwnTileCfg<Cfg>>(
-            s, acc, &maps->own, 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
+      if (tile_k == ctx->n_pes - 1) {
+        // The permit's and the predecessor's acquires, then this thread's TMA writes.
+        if (e.thread_in_wg == 0) detail::fence_proxy_async_global();
+        gemm::epilogue_store<Cfg, gemm::EpilogueOp::store, LastTileCfg<Cfg>>(
+            s, acc, &maps->shard[e.batch], 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
         return true;
       }
-      const int k = rs_position(e.batch, ctx->my_pe, ctx->n_pes);
-      if (k == 0) return false;
+      if (tile_k == 0) return false;
       if (e.thread_in_wg == 0) {
-        wait_for_predecessor(e.batch, e.row0, e.col0, k);
+        wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
         detail::fence_proxy_async_global();  // the acquire, then this thread's TMA adds
       }
       gemm::epilogue_store<Cfg, gemm::EpilogueOp::reduce_add>(
@@ -241,18 +244,18 @@ struct ReduceScatterHooks : gemm::NoHooks {
         bulk_wait_group<Cfg::kOutChunks>();  // all but this half-tile's stores complete
         publish_pending();
       }
-      const int n_pes = ctx->n_pes, k = rs_position(batch, ctx->my_pe, n_pes);
-      if (k + 1 == n_pes) return;  // an own half-tile: its sum is final, nobody waits for it
-      pending_pe = rs_source_at(batch, k + 1, n_pes);
+      const int n_pes = ctx->n_pes;
+      if (tile_k + 1 == n_pes) return;  // the last partial: the sum is final, nobody waits for it
+      pending_pe = rs_source_at(tile_seg, tile_k + 1, n_pes);
       pending_flag = rs_flag_index<Cfg>(*args, batch, row0, col0);
-      pending_value = (epoch - 1) * n_pes + k + 1;
+      pending_value = (epoch - 1) * n_pes + tile_k + 1;
     } else {
       (void)batch, (void)row0, (void)col0;
     }
   }
 
-  // The previous half-tile's stores have had gemm::kMidMainloopBlock k-blocks to complete: flag it
-  // now rather than one whole tile later (its successor may be waiting for it).
+  // The previous half-tile's stores have had gemm::kMidMainloopBlock k-blocks to complete: flag
+  // it now rather than one whole tile later (its successor may be waiting for it).
   __device__ __forceinline__ void mid_mainloop(int /*wg*/) {
     if constexpr (kDeterministic) {
       if (pending_pe >= 0) {
@@ -326,15 +329,13 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   // A consumer thread finishes: the producer warpgroup runs on kProducerRegs registers.
   if (threadIdx.x == kFinishThread)
     fused_finish(a.ws, epoch, [&] {
-      if constexpr (Mode == ReduceScatterMode::fast) {
-        detail::fence_acq_rel_sys();
-        for (int q = 0; q < n_pes; ++q)
-          if (q != me) fused_publish(ctx, a.ws, words::kDone + me, epoch, q);
-        for (int q = 0; q < n_pes; ++q)
-          if (q != me)
-            fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "matmul_reduce_scatter", me,
-                          "the adds into this shard from PE", q);
-      }
+      detail::fence_acq_rel_sys();
+      for (int q = 0; q < n_pes; ++q)
+        if (q != me) fused_publish(ctx, a.ws, words::kDone + me, epoch, q);
+      for (int q = 0; q < n_pes; ++q)
+        if (q != me)
+          fused_wait_ge(a.ws + words::kDone + q, epoch, a.timeout_ns, "matmul_reduce_scatter", me,
+                        "the writes into this shard from PE", q);
     });
 }
 

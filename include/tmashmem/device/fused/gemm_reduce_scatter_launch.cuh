@@ -14,14 +14,13 @@
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 #include "tmashmem/device/fused/gemm_reduce_scatter.cuh"
-#include "tmashmem/device/fused/reduce_scatter_order.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 
 namespace tmashmem::fused {
 
 /// The configurations of the two modes: 128 x 256 tiles, 4 stages, no cluster; bf16
-/// reduce-add (fast) or fp32 store (deterministic: the others' partials; its own tiles leave as
-/// bf16, OwnTileCfg) epilogue.
+/// reduce-add (fast) or fp32 store (deterministic: the partials; the last of each tile's order
+/// leaves as bf16, LastTileCfg) epilogue.
 using ReduceScatterFastCfg =
     gemm::GemmConfig<256, 4, 1, __nv_bfloat16, gemm::EpilogueOp::reduce_add>;
 using ReduceScatterDeterministicCfg = gemm::GemmConfig<256, 4, 1, float>;
@@ -101,18 +100,16 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   g.batches = n_pes;
   g.batch_stride_a = int64_t(ms) * p.lda;
   gemm::GemmPlan<Cfg> gp;
-  // Others' tiles first, this PE's own shard last: the order starts at the next PE's rows (the
-  // deterministic mode's order of additions follows from it, gemm_reduce_scatter.cuh). The
-  // deterministic mode walks the owners' blocks one after another (reduce_scatter_order.cuh);
-  // the fast mode keeps the groups of rows that share B in L2 across owners (with a few tile
-  // rows per owner, groups within a block made the fast mode's 512-row shape 0.71 of the GEMM
-  // instead of 0.94 at 4 PEs: docs/fused.md).
-  const int group_rows =
-      Mode == ReduceScatterMode::deterministic
-          ? reduce_scatter_group_rows(p.group_rows, (ms + Cfg::kBlockM - 1) / Cfg::kBlockM)
-          : p.group_rows;
-  if (const char* why = gemm::gemm_plan_tiles(g, &gp, group_rows, ((ctx.my_pe + 1) % n_pes) * ms))
+  // fast: others' tiles first, this PE's own shard last: the order starts at the next PE's rows.
+  // deterministic: one order for every PE, each walking it from another segment
+  // (reduce_scatter_order.cuh); the order of the additions follows from it.
+  const bool det = Mode == ReduceScatterMode::deterministic;
+  if (const char* why =
+          gemm::gemm_plan_tiles(g, &gp, p.group_rows, det ? 0 : ((ctx.my_pe + 1) % n_pes) * ms))
     return why;
+  if (det)
+    gp.args.linear_rotation =
+        rs_rotation(ctx.my_pe, gp.args.cluster_rows * gp.args.tile_cols, n_pes);
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
   for (int q = 0; q < n_pes; ++q) {
@@ -125,11 +122,14 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
                                 int64_t(ms) * p.n);
     if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
-  plan->maps.own = CUtensorMap{};
-  if (Mode == ReduceScatterMode::deterministic &&
-      !gemm::detail_launch::encode_output<OwnTileCfg<Cfg>>(&plan->maps.own, p.c_shard, ms, p.n,
-                                                           p.ldc, 1, int64_t(ms) * p.ldc))
-    return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for the shard's map";
+  for (int q = 0; q < kReduceScatterMaxPes; ++q) {
+    plan->maps.shard[q] = CUtensorMap{};
+    if (det && q < n_pes &&
+        !gemm::detail_launch::encode_output<LastTileCfg<Cfg>>(&plan->maps.shard[q],
+                                                              tmashmem::ptr(ctx, p.c_shard, q), ms,
+                                                              p.n, p.ldc, 1, int64_t(ms) * p.ldc))
+      return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's shard map";
+  }
   int sms = 0;
   if (const char* why = gemm::gemm_kernel_setup<Cfg>(gemm_reduce_scatter_kernel<Cfg, Mode>, &sms))
     return why;

@@ -95,6 +95,7 @@ struct GemmArgs {
   int k_blocks;            // ceil(K / kBlockK); the last block's tail reads as zero
   int group_rows;          // rasterisation: cluster rows walked together down one tile column
   int row_rotation;        // 0 .. cluster_rows - 1: the cluster row the tile order starts at
+  int linear_rotation;     // 0 .. tiles - 1: the tile of that order the walk starts at
 };
 
 }  // namespace tmashmem::gemm

@@ -2,9 +2,10 @@
 //
 //   before_a_loads   the producer thread, before the first TMA load of A for a tile (block
 //                    `batch`, first row `row0` in it, cluster row `cluster_row` over all
-//                    blocks, tile column `col`): an all-gather GEMM waits there until the
-//                    tile's rows of A have arrived (and fences the generic -> async proxy for
-//                    them); a reduce-scatter waits until the owner permits writes.
+//                    blocks, tile column `col`, place `index` in the scheduler's order): an
+//                    all-gather GEMM waits there until the tile's rows of A have arrived (and
+//                    fences the generic -> async proxy for them); a reduce-scatter waits until the
+//                    owner permits writes.
 //   input_map        the producer thread, per tile: which tensor map and which block
 //                    coordinate the rows of block `batch` of A are loaded from (an all-gather
 //                    GEMM reads its own block straight from the PE's shard).
@@ -26,7 +27,7 @@
 //                    owner there once the stores are complete).
 //   after_last_tile  the epilogue's issuing thread, once every store it issued is complete.
 //   mid_mainloop     the epilogue's issuing thread, during a tile's mainloop once
-//                    kMidMainloopBlock k-blocks of MMAs are issued (a tile with fewer has no
+//                    kMidMainloopBlock<Cfg> k-blocks of MMAs are issued (a tile with fewer has no
 //                    call): the previous tile's stores have had that time to complete, so a
 //                    fused kernel can signal them there, while the MMAs run.
 //   producer_warps   the producer warpgroup's warps 1 .. 3 (96 threads, kProducerRegs
@@ -47,8 +48,12 @@ namespace tmashmem::gemm {
 /// The named barrier the producer warpgroup's idle warps may use (the consumers use 1, 2).
 constexpr uint32_t kProducerWarpsBarrier = 3;
 
-/// The k-block of a tile after which mainloop() calls mid_mainloop.
-constexpr int kMidMainloopBlock = 4;
+/// The k-block of a tile after which mainloop() calls mid_mainloop: the last one the producer
+/// can fill before the other warpgroup starts the tile, so that a warpgroup reaches it while the
+/// other one still waits before the tile (for a peer, say): what it signals there must not wait
+/// for the other warpgroup.
+template <class Cfg>
+constexpr int kMidMainloopBlock = Cfg::kStages - 1;
 
 /// A consumer warpgroup's 64-row half of a tile: rows row0 .. row0 + 63 and columns col0 ..
 /// col0 + kBlockN - 1 of block `batch` of C.
@@ -56,12 +61,13 @@ struct EpilogueSlab {
   int wg;  // consumer warpgroup, 0 or 1
   uint32_t thread_in_wg;
   int batch, row0, col0;
+  int index;  // the tile's place in the scheduler's order (TileCoordMN::index)
 };
 
 struct NoHooks {
   __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
   __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*row0*/, int /*cluster_row*/,
-                                                 int /*col*/) {}
+                                                 int /*col*/, int /*index*/) {}
   __device__ __forceinline__ const CUtensorMap* input_map(const CUtensorMap* a_map, int batch,
                                                           int* batch_coord) {
     *batch_coord = batch;

@@ -81,7 +81,7 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
       const TileRowInBatch tr =
           tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
       const int row0 = tr.row0 + cwg * 64, col0 = tc.col * Cfg::kBlockN;
-      const EpilogueSlab slab{cwg, thread_in_wg, tr.batch, row0, col0};
+      const EpilogueSlab slab{cwg, thread_in_wg, tr.batch, row0, col0, tc.index};
       const bool accumulate = hooks.initial_accumulators(acc, slab);
       mainloop<Cfg>(s, st, acc, args.k_blocks, cwg, thread_in_wg, hooks, accumulate);
       if (!hooks.epilogue(s, acc, slab, out_slot)) {

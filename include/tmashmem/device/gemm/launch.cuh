@@ -196,6 +196,7 @@ const char* gemm_plan_tiles(const GemmProblem& p, GemmPlan<Cfg>* plan, int group
     return "gemm: first_row must lie in [0, M * batches)";
   a.row_rotation = (first_row / p.m) * a.batch_cluster_rows +
                    (first_row % p.m) / (Cfg::kBlockM * Cfg::kClusterM);
+  a.linear_rotation = 0;
   return nullptr;
 }
 

@@ -17,8 +17,8 @@ using Accumulators = float[Cfg::kBlockN / 2];
 /// k_blocks >= 1. The first MMA overwrites `acc`, or with `accumulate` adds to it (a fused
 /// kernel's accumulators_load, before the first wgmma fence: an ordinary write of the
 /// accumulators between the fence and the MMAs would make ptxas serialise them).
-/// `hooks.mid_mainloop(wg)` runs on thread 0 once kMidMainloopBlock k-blocks are in flight, if the
-/// tile has more. On return every MMA has retired.
+/// `hooks.mid_mainloop(wg)` runs on thread 0 once kMidMainloopBlock<Cfg> k-blocks are in flight,
+/// if the tile has more. On return every MMA has retired.
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineState<Cfg::kStages>& st,
                                          Accumulators<Cfg>& acc, int k_blocks, int wg,
@@ -41,7 +41,7 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
     detail::wgmma_commit();
     detail::wgmma_wait<1>();
     if (kb > 0) pipeline_release<Cfg>(s, previous, thread_in_wg);
-    if (kb == kMidMainloopBlock && thread_in_wg == 0) hooks.mid_mainloop(wg);
+    if (kb == kMidMainloopBlock<Cfg> && thread_in_wg == 0) hooks.mid_mainloop(wg);
     previous = st.stage;
     st.advance();
   }

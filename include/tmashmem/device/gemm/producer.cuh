@@ -18,8 +18,8 @@ namespace tmashmem::gemm {
 
 /// Called by exactly one thread. `a_map`: box {64, 128, 1} over A [batches][m][K];
 /// `b_map`: box {64, kBSliceRows} over B [N, K]; both 128-byte swizzled. `hooks`:
-/// before_a_loads(batch, row0, cluster_row, col) runs once per tile before its first load, and
-/// input_map(a_map, batch, &coord) names the map (same box) and block coordinate of its A.
+/// before_a_loads(batch, row0, cluster_row, col, index) runs once per tile before its first load,
+/// and input_map(a_map, batch, &coord) names the map (same box) and block coordinate of its A.
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtensorMap* a_map,
                                         const CUtensorMap* b_map, const GemmArgs& args,
@@ -32,7 +32,7 @@ __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtenso
     const TileRowInBatch tr =
         tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);
     const int b_row0 = tc.col * Cfg::kBlockN + static_cast<int>(rank) * Cfg::kBSliceRows;
-    hooks.before_a_loads(tr.batch, tr.row0, tc.cluster_row, tc.col);
+    hooks.before_a_loads(tr.batch, tr.row0, tc.cluster_row, tc.col, tc.index);
     int a_batch = tr.batch;
     const uint64_t a_op = reinterpret_cast<uint64_t>(hooks.input_map(a_map, tr.batch, &a_batch));
     for (int kb = 0; kb < args.k_blocks; ++kb) {
