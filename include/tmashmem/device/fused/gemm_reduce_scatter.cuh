@@ -21,14 +21,14 @@
 //                  additions in the same order, one rounding to bf16). Where an owner's rows
 //                  are whole segments, the owner is last and its own tiles come last.
 //
-// Protocol of call e (sync.cuh has the words): fast, 2 PEs or more: every CTA zeroes its slice
-// of this PE's c_shard, the last of them publishes permit = e to every PE; deterministic (and
-// fast with one PE): CTA 0 publishes permit = e at start (the previous call is complete here:
-// this PE's staging and shard may be written again). A PE's producer waits for permit[owner] >= e
-// before it loads the first tile of the owner's rows (so before the epilogue writes into the
-// owner). When every CTA is done (its writes complete), the last one sends done = e to every
-// PE and waits until every PE has sent done = e here (the shard is complete), then bumps the
-// epoch. Deterministic: the flag of a half-tile, in the workspace of the PE at position k,
+// Protocol of call e (sync.cuh has the words), with 2 PEs or more (one PE needs none: stream
+// order): fast: every CTA zeroes its slice of this PE's c_shard, the last of them publishes
+// permit = e to every PE; deterministic: CTA 0 publishes permit = e at start (the previous call
+// is complete here: this PE's staging and shard may be written again). A PE's producer waits for
+// permit[owner] >= e before it loads the first tile of the owner's rows (so before the epilogue
+// writes into the owner). When every CTA is done (its writes complete), the last one sends done = e
+// to every PE and waits until every PE has sent done = e here (the shard is complete), then bumps
+// the epoch. Deterministic: the flag of a half-tile, in the workspace of the PE at position k,
 // counts the partials in: (e - 1) * n_pes + k once the k before it are. A writer raises it when
 // its stores are complete, which its epilogue thread checks a few k-blocks into its next tile
 // (mid_mainloop: the stores complete behind those MMAs, and the stages of those k-blocks come
@@ -139,7 +139,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
     } else {
       (void)row0, (void)col, (void)index;
     }
-    if ((permitted >> batch) & 1u) return;
+    // One PE: its previous call is complete in stream order, and nothing is zeroed first.
+    if (ctx->n_pes == 1 || ((permitted >> batch) & 1u)) return;
     fused_wait_ge(args->ws + words::kPermit + batch, epoch, args->timeout_ns,
                   "matmul_reduce_scatter", ctx->my_pe, "the permit of owner PE", batch);
     permitted |= uint64_t(1) << batch;
@@ -309,7 +310,7 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
         for (int q = 0; q < n_pes; ++q) fused_publish(ctx, a.ws, words::kPermit + me, epoch, q);
       }
     }
-  } else {
+  } else if (n_pes > 1) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       detail::fence_acq_rel_sys();
       for (int q = 0; q < n_pes; ++q) fused_publish(ctx, a.ws, words::kPermit + me, epoch, q);
