@@ -107,10 +107,13 @@ struct ReduceScatterHooks : gemm::NoHooks {
   int tile_seg = 0;  // deterministic, consumer threads: the current tile's segment and this
   int tile_k = 0;    // PE's position in its order of additions
 
-  // Deterministic: the segment of the tile at `index` of the walk's order, and this PE's position.
+  // Deterministic: the segment of the tile at `index` of the order (its last partial is that
+  // PE's), and the current tile's segment and this PE's position.
+  __device__ __forceinline__ int segment_of(int index) const {
+    return rs_segment(index, args->gemm.cluster_rows * args->gemm.tile_cols, ctx->n_pes);
+  }
   __device__ __forceinline__ void locate(int index) {
-    const gemm::GemmArgs& g = args->gemm;
-    tile_seg = rs_segment(index, g.cluster_rows * g.tile_cols, ctx->n_pes);
+    tile_seg = segment_of(index);
     tile_k = rs_position(tile_seg, ctx->my_pe, ctx->n_pes);
   }
 
@@ -124,11 +127,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
       // The last partial of an own tile starts its MMAs from the sum in this PE's staging
       // (initial_accumulators): pull it into L2 while the consumers finish the previous tile (a
       // hint: they read it after their acquire). One box of the staging map per output chunk.
-      const gemm::GemmArgs& g = args->gemm;
-      const int n_pes = ctx->n_pes;
-      if (batch == ctx->my_pe && n_pes > 1 &&
-          rs_position(rs_segment(index, g.cluster_rows * g.tile_cols, n_pes), batch, n_pes) ==
-              n_pes - 1) {
+      if (batch == ctx->my_pe && ctx->n_pes > 1 && segment_of(index) == batch) {
         const uint64_t map = reinterpret_cast<uint64_t>(&maps->map[batch]);
         for (int h = 0; h < Cfg::kBlockM; h += 64)
           for (int c = 0; c < Cfg::kOutChunks; ++c) {
