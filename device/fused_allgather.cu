@@ -33,6 +33,7 @@ CudaOutcome allgather_matmul(const AllgatherMatmulCall& c, CUstream stream) {
                                 c.ldc,
                                 static_cast<__nv_bfloat16*>(c.a_gathered),
                                 static_cast<uint64_t*>(c.workspace)};
+  p.copy_own = c.copy_own != 0;
   // The public encoding (0: by shape, TMASHMEM_COMM_WARPS) in the planner's.
   p.comm_ctas = c.comm_sms == 0                     ? fused::kAllgatherCommByShape
                 : c.comm_sms == TMASHMEM_COMM_WARPS ? 0

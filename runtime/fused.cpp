@@ -28,8 +28,9 @@ tmashmem_status_t require_kernels(const char* call) {
   return TMASHMEM_SUCCESS;
 }
 
-// The all-gather's workspace: the kernels' signal words, then (when kept there) the gathered
-// A from the next 1024-byte boundary. 0 without the device library.
+// The all-gather's workspace: the kernels' signal words, then (when a_gathered is NULL) the
+// buffer the peers' rows land in, from the next 1024-byte boundary. 0 without the device
+// library.
 uint64_t gathered_offset(int64_t m_shard, int n_pes) {
   return g_fused ? (g_fused->allgather_signal_bytes(m_shard, n_pes) + 1023) / 1024 * 1024 : 0;
 }
@@ -234,8 +235,19 @@ tmashmem_status_t allgather_matmul(const void* a_shard, const void* b, void* c, 
                        call, me, comm_sms, TMASHMEM_COMM_WARPS);
     void* gathered =
         a_gathered ? a_gathered : static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
-    args = AllgatherMatmulCall{args.ctx,     a_shard, b,      c,   gathered, workspace,
-                               int(m_shard), int(n),  int(k), ldb, ldc,      comm_sms};
+    args = AllgatherMatmulCall{args.ctx,
+                               a_shard,
+                               b,
+                               c,
+                               gathered,
+                               workspace,
+                               int(m_shard),
+                               int(n),
+                               int(k),
+                               ldb,
+                               ldc,
+                               comm_sms,
+                               a_gathered != nullptr ? 1 : 0};
     ordinal = rt.device_ordinal;
   }
   return launch_fused(call, args.ctx.my_pe, ordinal,
@@ -258,12 +270,6 @@ size_t tmashmem_allgather_matmul_workspace_bytes(int64_t m_shard, int64_t k,
   const int n_pes = tmashmem_n_pes();
   if (n_pes <= 0 || m_shard <= 0 || k <= 0) return 0;
   return static_cast<size_t>(workspace_bytes(m_shard, k, n_pes, gathered_in_workspace != 0));
-}
-
-void* tmashmem_allgather_matmul_gathered(void* workspace, int64_t m_shard) {
-  const int n_pes = tmashmem_n_pes();
-  if (workspace == nullptr || n_pes <= 0 || m_shard <= 0) return nullptr;
-  return static_cast<char*>(workspace) + gathered_offset(m_shard, n_pes);
 }
 
 size_t tmashmem_matmul_reduce_scatter_workspace_bytes(int64_t m, int64_t n, int mode) {

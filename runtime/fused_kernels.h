@@ -23,6 +23,7 @@ struct AllgatherMatmulCall {
   int m_shard, n, k;
   int64_t ldb, ldc;
   int comm_sms;
+  int copy_own;  // 1: the gathered A is returned (this PE's rows copied too); 0: peers' rows only
 };
 
 struct MatmulReduceScatterCall {

@@ -10,8 +10,10 @@
  * the shard itself) while copiers (the GEMM CTAs' idle producer warps, or a few dedicated
  * CTAs) pull the peers' shards chunk by chunk, in the order the GEMM needs them, into the
  * gathered buffer and flag each chunk; the GEMM's producer waits for a chunk's flag before
- * it loads those rows. Every remote row crosses the link once. The gathered A is kept (in
- * `a_gathered`, or inside the workspace when a_gathered is NULL).
+ * it loads those rows. Every remote row crosses the link once. The gathered A is returned in
+ * `a_gathered` (training keeps it for the backward pass), or not at all when a_gathered is
+ * NULL: the peers' rows then land inside the workspace and this PE's own rows are not copied
+ * (with one PE the call is then the GEMM alone).
  *
  * COLLECTIVE in stream order: every PE makes the same sequence of these calls with the same
  * shapes and the same workspace; a call on one PE waits (on the GPU, bounded: the kernel
@@ -42,19 +44,18 @@ extern "C" {
 
 /* Bytes of the symmetric workspace for tmashmem_allgather_matmul_on_stream with these
  * shapes on the current job: the flags (zero before the first call: allocate it with
- * tmashmem_calloc, COLLECTIVE) and, when `gathered_in_workspace` is nonzero, room for the
- * gathered A [n_pes * m_shard, k] after them. 0 before tmashmem_init or for bad shapes. */
+ * tmashmem_calloc, COLLECTIVE) and, when `gathered_in_workspace` is nonzero (for calls with
+ * a_gathered NULL), room for the peers' rows [n_pes * m_shard, k] after them. 0 before
+ * tmashmem_init or for bad shapes. */
 size_t tmashmem_allgather_matmul_workspace_bytes(int64_t m_shard, int64_t k,
                                                  int gathered_in_workspace);
 
-/* The gathered A inside a workspace sized with gathered_in_workspace = 1 (NULL if none). */
-void* tmashmem_allgather_matmul_gathered(void* workspace, int64_t m_shard);
-
 /* a_shard: symmetric bf16 [m_shard, k]; b: bf16 [n, k] with leading dimension ldb (this PE's);
  * c: bf16 [n_pes * m_shard, n] with leading dimension ldc (this PE's); a_gathered: bf16
- * [n_pes * m_shard, k] contiguous (this PE's device memory), or NULL to gather inside the
- * workspace; workspace: symmetric, tmashmem_allgather_matmul_workspace_bytes, zeroed before the
- * first call and used only by these calls; comm_sms: who copies the peers' rows:
+ * [n_pes * m_shard, k] contiguous (this PE's device memory) that receives all_gather(A), or
+ * NULL not to return it; workspace: symmetric, tmashmem_allgather_matmul_workspace_bytes
+ * (gathered_in_workspace = 1 when a_gathered is NULL), zeroed before the first call and used
+ * only by these calls; comm_sms: who copies the peers' rows:
  *   0 (the default)      chosen from the shape: the GEMM CTAs' otherwise idle producer warps
  *                        (every SM keeps multiplying) where n >= 2048 or there is one PE,
  *                        else an eighth of this PE's SMs as dedicated copy SMs (the

@@ -1,10 +1,10 @@
 // GPU tests of tmashmem_allgather_matmul_on_stream (tmashmem/fused.h): fresh random bf16
 // shards on every PE, C checked element by element against cuBLASLt on the gathered A (fp32
-// out; |err| <= sqrt(K) 2^-8 + 2^-8 |ref|), the gathered A checked bit for bit, guard regions
-// around C and the gathered A and the padding columns of C checked untouched, NaN in B's
-// padding. Back-to-back calls with new data on one stream (a PE that overwrote its shard
-// before every peer had read it, or reused a chunk flag too early, fails the check), graph
-// capture and replay, and the argument checks.
+// out; |err| <= sqrt(K) 2^-8 + 2^-8 |ref|), the gathered A (where returned) checked bit for bit,
+// guard regions around C and the gathered A and the padding columns of C checked untouched, NaN in
+// B's padding. Back-to-back calls with new data on one stream (a PE that overwrote its shard before
+// every peer had read it, or reused a chunk flag too early, fails the check), graph capture and
+// replay, and the argument checks.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -27,9 +27,9 @@ using gpu_test::Session;
 
 struct AgShape {
   int m_shard, n, k;
-  int pad_b = 0, pad_c = 0;   // ldb = k + pad_b, ldc = n + pad_c
-  int comm = 0;               // comm_sms (0: by shape; TMASHMEM_COMM_WARPS; > 0: copy SMs)
-  bool in_workspace = false;  // gather into the workspace (a_gathered NULL)
+  int pad_b = 0, pad_c = 0;  // ldb = k + pad_b, ldc = n + pad_c
+  int comm = 0;              // comm_sms (0: by shape; TMASHMEM_COMM_WARPS; > 0: copy SMs)
+  bool no_gathered = false;  // a_gathered NULL: the gathered A is not returned
 };
 
 using fused_test::kGuard;  // elements before and after C and the gathered A
@@ -47,16 +47,15 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   const int64_t ms = sh.m_shard, m = ms * n_pes, ldb = sh.k + sh.pad_b, ldc = sh.n + sh.pad_c;
   bool ok = true;
   const size_t shard_bytes = size_t(ms) * sh.k * 2;
-  const size_t ws_bytes = tmashmem_allgather_matmul_workspace_bytes(ms, sh.k, sh.in_workspace);
+  const size_t ws_bytes = tmashmem_allgather_matmul_workspace_bytes(ms, sh.k, sh.no_gathered);
   Bf16* a_shard = static_cast<Bf16*>(tmashmem_malloc(shard_bytes));
   void* ws = tmashmem_calloc(ws_bytes, 1);
   if (a_shard == nullptr || ws == nullptr) {
     std::printf("[PE %d] allocation failed: %s\n", me, tmashmem_last_error());
     return false;
   }
-  DeviceBuffer<Bf16> gathered_own(sh.in_workspace ? 1 : size_t(m) * sh.k + 2 * kGuard);
-  Bf16* gathered = sh.in_workspace ? static_cast<Bf16*>(tmashmem_allgather_matmul_gathered(ws, ms))
-                                   : gathered_own.p + kGuard;
+  DeviceBuffer<Bf16> gathered_own(sh.no_gathered ? 1 : size_t(m) * sh.k + 2 * kGuard);
+  Bf16* gathered = sh.no_gathered ? nullptr : gathered_own.p + kGuard;
   DeviceBuffer<Bf16> b(size_t(sh.n + 8) * ldb), c(size_t(m) * ldc + 2 * kGuard),
       ref_a(size_t(m) * sh.k);
   DeviceBuffer<float> ref(size_t(m) * sh.n);
@@ -69,7 +68,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   ok &= GPU_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ok &= GPU_TEST_CUDA(cudaMemset(b.p, 0xFF, size_t(sh.n + 8) * ldb * 2));  // NaN padding
   ok &= GPU_TEST_CUDA(cudaMemset(c.p, 0x5A, (size_t(m) * ldc + 2 * kGuard) * 2));
-  if (!sh.in_workspace)
+  if (!sh.no_gathered)
     ok &= GPU_TEST_CUDA(cudaMemset(gathered_own.p, 0x5A, (size_t(m) * sh.k + 2 * kGuard) * 2));
   ok &= GPU_TEST_CUDA(cudaMemset(counts.p, 0, sizeof(RoundCounts) * rounds));
   gemm_ref::LtGemm lt;
@@ -79,8 +78,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
   }
   ok &= gpu_test::sync_and_barrier();
   auto call = [&]() {
-    return tmashmem_allgather_matmul_on_stream(a_shard, b.p, c.p + kGuard,
-                                               sh.in_workspace ? nullptr : gathered, ms, sh.n, sh.k,
+    return tmashmem_allgather_matmul_on_stream(a_shard, b.p, c.p + kGuard, gathered, ms, sh.n, sh.k,
                                                ldb, ldc, ws, sh.comm, stream);
   };
   cudaGraphExec_t exec = nullptr;
@@ -100,10 +98,10 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
     ok &= lt.run(ref_a.p, b.p, ref.p, stream) == CUBLAS_STATUS_SUCCESS;
     gemm_ref::check_kernel<Bf16, uint16_t><<<1024, 256, 0, stream>>>(
         c.p, kGuard, int(m), sh.n, ldc, ref.p, nullptr, tol_abs, eps, kSentinel, &counts.p[r].c);
-    fused_test::count_different_kernel<><<<1024, 256, 0, stream>>>(
-        reinterpret_cast<const uint16_t*>(gathered), reinterpret_cast<const uint16_t*>(ref_a.p),
-        size_t(m) * sh.k, &counts.p[r].gathered_wrong);
-    if (!sh.in_workspace) {
+    if (!sh.no_gathered) {
+      fused_test::count_different_kernel<><<<1024, 256, 0, stream>>>(
+          reinterpret_cast<const uint16_t*>(gathered), reinterpret_cast<const uint16_t*>(ref_a.p),
+          size_t(m) * sh.k, &counts.p[r].gathered_wrong);
       fused_test::count_not_kernel<>
           <<<64, 256, 0, stream>>>(reinterpret_cast<const uint16_t*>(gathered_own.p), kGuard,
                                    kSentinel, &counts.p[r].gathered_guard);
@@ -132,7 +130,7 @@ bool run_allgather(const Session& s, const AgShape& sh, int rounds, bool graph, 
         "  [PE %d/%d] m_shard %5d n %5d k %5d ldb %5lld ldc %5lld comm %d %s%s x%d: %s (C wrong "
         "%llu, C guard %llu, gathered wrong %llu, gathered guard %llu, max |err|/tol %.3f)\n",
         me, n_pes, sh.m_shard, sh.n, sh.k, (long long)ldb, (long long)ldc, sh.comm,
-        sh.in_workspace ? "ws " : "", graph ? "graph" : "calls", rounds, pass ? "ok" : "FAILED",
+        sh.no_gathered ? "no-A " : "", graph ? "graph" : "calls", rounds, pass ? "ok" : "FAILED",
         wrong, guards, g_wrong, g_guard, worst);
   ok &= fused_test::end_run(exec, stream, ws, a_shard);
   return pass && ok;
@@ -156,7 +154,8 @@ TEST_CASE("allgather_matmul: ragged M, N, K, padded leading dimensions", "[fused
                  {300, 264, 72, 0, 8, 1},
                  {777, 776, 4104, 24, 0, 3},
                  {129, 136, 8, 0, 0, TMASHMEM_COMM_WARPS},
-                 {1000, 1000, 1000, 0, 0, 0, true}},
+                 {1000, 1000, 1000, 0, 0, 0, true},
+                 {777, 776, 4104, 24, 0, TMASHMEM_COMM_WARPS, true}},
                 1, false));
 }
 
@@ -173,7 +172,8 @@ TEST_CASE("allgather_matmul: a large shape", "[fused]") {
 TEST_CASE("allgather_matmul: 24 back-to-back calls with new data", "[fused]") {
   CHECK(run_all({{256, 512, 512, 0, 0, 2},
                  {200, 264, 1024, 8, 8, 1},
-                 {256, 512, 512, 0, 0, TMASHMEM_COMM_WARPS}},
+                 {256, 512, 512, 0, 0, TMASHMEM_COMM_WARPS},
+                 {256, 512, 512, 0, 0, 2, true}},
                 24, false));
 }
 

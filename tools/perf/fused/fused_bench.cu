@@ -13,6 +13,8 @@
 // and TFLOP/s of the whole job (2 M N K per PE).
 //   fused, copy warps  the fused kernel, chunks copied by the GEMM CTAs' idle producer warps
 //   fused, X copy SMs  the fused kernel, chunks copied by X dedicated CTAs (bulk copies)
+//   fused default, A not kept  the copier chosen by shape, this PE's rows not copied into the
+//                  gathered A (the on-stream call with a_gathered NULL)
 //   gemm only       our GEMM on an already gathered A, every PE at once (no communication)
 //   unfused         getmem_on_stream from every PE, barrier_all_on_stream, our GEMM
 //   cublasLt only   cuBLASLt on the gathered A (every PE at once)
@@ -159,6 +161,23 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
     auto* plan = &plans[i];
     variants.push_back(
         {name, [=, &c] { CHECK_CUDA(tmashmem::fused::allgather_gemm_run(c, *plan, stream)); }, {}});
+  }
+  // The default copier without returning the gathered A (a_gathered NULL in the on-stream call:
+  // this PE's rows are not copied).
+  static tmashmem::fused::AllgatherGemmPlan<Cfg> no_a;
+  {
+    tmashmem::fused::AllgatherGemmProblem fp{};
+    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
+    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
+    fp.comm_ctas = tmashmem::fused::kAllgatherCommByShape, fp.copy_own = false;
+    if (const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &no_a)) {
+      if (me == 0) std::printf("  fused, A not kept: %s\n", why);
+    } else {
+      variants.push_back(
+          {"fused default, A not kept",
+           [=, &c] { CHECK_CUDA(tmashmem::fused::allgather_gemm_run(c, no_a, stream)); },
+           {}});
+    }
   }
   tmashmem::gemm::GemmProblem gp{int(m), s.n, s.k, g_ref, s.k, b, s.k, c_ref, s.n};
   static tmashmem::gemm::GemmPlan<Cfg> gemm;

@@ -53,6 +53,8 @@ struct AllgatherGemmArgs {
   gemm::GemmArgs gemm;           // batches = n_pes, m = m_shard
   const __nv_bfloat16* a_shard;  // symmetric [m_shard, K], rows contiguous
   __nv_bfloat16* a_gathered;     // this PE's [n_pes * m_shard, K], rows contiguous
+  int copy_own;                  // 1: this PE's shard is copied into a_gathered too (the
+                                 // gathered A is returned); 0: only the peers' rows land there
   uint64_t* ws;                  // symmetric signal workspace (sync.cuh), zeroed once
   int comm_ctas;                 // > 0: CTAs 0 .. comm_ctas - 1 copy (bulk copies); 0: the
                                  // idle producer warps of every GEMM CTA copy
@@ -68,8 +70,8 @@ struct AllgatherGemmArgs {
 using AllgatherRing = CopyRing<6, 32 * 1024>;
 
 /// Piece `j` of the copy order: position j / pieces_per_chunk in the chunk order (the peers'
-/// chunks in the GEMM's order, then the own shard's), which flag and PE, and the bytes to move
-/// (0 for a piece past the end of a short chunk).
+/// chunks in the GEMM's order, then the own shard's, when copy_own), which flag and PE, and the
+/// bytes to move (0 for a piece past the end of a short chunk).
 struct AllgatherPiece {
   int chunk, pe;
   const char* src;
@@ -141,7 +143,9 @@ __device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGe
                                                uint64_t epoch, int first, int stride,
                                                Copier& copier) {
   if (first == 0 && copier.leader()) allgather_permit(ctx, a, epoch);
-  const int pieces = a.gemm.cluster_rows * a.pieces_per_chunk;
+  // The own shard's chunks come last in the order: without copy_own the walk ends before them.
+  const int chunks = a.gemm.cluster_rows - (a.copy_own ? 0 : a.gemm.batch_cluster_rows);
+  const int pieces = chunks * a.pieces_per_chunk;
   uint64_t permitted = uint64_t(1) << ctx.my_pe;  // bit p: PE p's shard may be read (n_pes <= 64)
   for (int j = first; j < pieces; j += stride) {
     const AllgatherPiece c = allgather_piece(ctx, a, j);

@@ -33,6 +33,8 @@ struct AllgatherGemmProblem {
   int64_t ldc;
   __nv_bfloat16* a_gathered;  // local [n_pes * m_shard, K] contiguous: receives all_gather(A)
   uint64_t* workspace;        // symmetric, allgather_gemm_workspace_bytes, zeroed once
+  bool copy_own = true;       // false: a_gathered receives only the peers' rows (the gathered
+                              // A is not wanted; the GEMM reads this PE's rows from the shard)
   int comm_ctas = 0;          // 0: the GEMM CTAs' idle producer warps copy (no SM
                               // leaves the GEMM); > 0: that many CTAs copy instead;
                               // kAllgatherCommByShape: allgather_default_comm_ctas
@@ -115,6 +117,7 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   a.gemm = gp.args;
   a.a_shard = p.a_shard;
   a.a_gathered = p.a_gathered;
+  a.copy_own = p.copy_own ? 1 : 0;
   a.ws = p.workspace;
   a.comm_ctas = comm;
   a.chunk_rows = Cfg::kBlockM * Cfg::kClusterM;
