@@ -80,10 +80,10 @@ __device__ __forceinline__ void accumulators_load(Accumulators<Cfg>& acc, const 
 /// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). `Op`:
 /// store or add (Cfg's, unless a fused kernel does both). `OutCfg`: the output type and chunk
 /// shape (Cfg's, unless a fused kernel writes another type through the same buffers). Uses named
-/// barrier 1 + wg. Thread 0 of
-/// the warpgroup issues the stores and owns their bulk async-groups: it waits for them at the next
-/// call and before the kernel ends. `slot`: the warpgroup's next chunk buffer (starts at 0; kept
-/// across tiles so that the buffers alternate also when a tile has an odd number of chunks).
+/// barrier 1 + wg. Thread 0 of the warpgroup issues the stores and owns their bulk async-groups:
+/// it waits for them at the next call and before the kernel ends. `slot`: the warpgroup's next
+/// chunk buffer (starts at 0; kept across tiles so that the buffers alternate also when a tile has
+/// an odd number of chunks).
 template <class Cfg, EpilogueOp Op = Cfg::kEpilogueOp, class OutCfg = Cfg>
 __device__ __forceinline__ void epilogue_store(GemmSharedStorage<Cfg>& s,
                                                const Accumulators<Cfg>& acc,

@@ -16,7 +16,8 @@
 //                    all 128 threads of a consumer warpgroup, per 64-row half of a tile, before
 //                    its mainloop: returns true if it set the accumulators (accumulators_load;
 //                    the MMAs then add the tile to them), false to start from zero (a
-//                    deterministic reduce-scatter loads the other PEs' sum of an own half-tile).
+//                    deterministic reduce-scatter loads there the other PEs' sum of a half-tile
+//                    whose last partial it computes).
 //   epilogue         all 128 threads of a consumer warpgroup, per 64-row half of a tile:
 //                    returns true if it wrote the slab itself (a deterministic reduce-scatter
 //                    waits there for the previous PE's partial of the half-tile in the owner's
