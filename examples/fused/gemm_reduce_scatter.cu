@@ -79,11 +79,7 @@ struct RowLinear {
     return tmashmem::gemm::gemm_kernel_setup<RsCfg<Mode>>(row_linear_kernel<Mode>, &sms);
   }
   void run(cudaStream_t stream) const {
-    cudaLaunchAttribute attr{};
-    const cudaLaunchConfig_t cfg =
-        tmashmem::gemm::gemm_launch_config<RsCfg<Mode>>(plan.grid, stream, &attr);
-    CHECK_CUDA(cudaLaunchKernelEx(&cfg, row_linear_kernel<Mode>, ctx, plan.a_map, plan.b_map,
-                                  plan.maps, plan.args));
+    CHECK_CUDA(tmashmem::fused::reduce_scatter_run(ctx, plan, stream, row_linear_kernel<Mode>));
   }
 };
 

@@ -146,11 +146,16 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   std::vector<Variant> variants;
   std::vector<int> comm_counts = {0, 1, 2, 4, 8, 16};
   std::vector<tmashmem::fused::AllgatherGemmPlan<Cfg>> plans(comm_counts.size());
-  for (size_t i = 0; i < comm_counts.size(); ++i) {
+  // The fused problem with copier `comm_ctas`, returning the gathered A or not.
+  auto fused_problem = [&](int comm_ctas, bool copy_own) {
     tmashmem::fused::AllgatherGemmProblem fp{};
     fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
     fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
-    fp.comm_ctas = comm_counts[i];
+    fp.comm_ctas = comm_ctas, fp.copy_own = copy_own;
+    return fp;
+  };
+  for (size_t i = 0; i < comm_counts.size(); ++i) {
+    const tmashmem::fused::AllgatherGemmProblem fp = fused_problem(comm_counts[i], true);
     if (const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &plans[i])) {
       if (me == 0) std::printf("  fused c=%d: %s\n", comm_counts[i], why);
       continue;
@@ -166,10 +171,8 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
   // this PE's rows are not copied).
   static tmashmem::fused::AllgatherGemmPlan<Cfg> no_a;
   {
-    tmashmem::fused::AllgatherGemmProblem fp{};
-    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
-    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
-    fp.comm_ctas = tmashmem::fused::kAllgatherCommByShape, fp.copy_own = false;
+    const tmashmem::fused::AllgatherGemmProblem fp =
+        fused_problem(tmashmem::fused::kAllgatherCommByShape, false);
     if (const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &no_a)) {
       if (me == 0) std::printf("  fused, A not kept: %s\n", why);
     } else {
@@ -233,10 +236,8 @@ void bench_shape(const Shape& s, int reps, const tmashmem_ctx_t& ctx, bool disti
         "%llu, gathered diff %llu on PE 0)\n",
         (long long)m, s.n, s.k, n_pes, ms, all ? "ok" : "FAILED", dc, dg);
   {  // the copier the planner picks by shape (tmashmem_allgather_matmul_on_stream, comm_sms 0)
-    tmashmem::fused::AllgatherGemmProblem fp{};
-    fp.m_shard = ms, fp.n = s.n, fp.k = s.k, fp.a_shard = a_shard, fp.b = b, fp.ldb = s.k;
-    fp.c = c_fused, fp.ldc = s.n, fp.a_gathered = g_fused, fp.workspace = ws;
-    fp.comm_ctas = tmashmem::fused::kAllgatherCommByShape;
+    const tmashmem::fused::AllgatherGemmProblem fp =
+        fused_problem(tmashmem::fused::kAllgatherCommByShape, true);
     tmashmem::fused::AllgatherGemmPlan<Cfg> plan{};
     const char* why = tmashmem::fused::allgather_gemm_plan(c, fp, &plan);
     const std::string copier = why ? std::string(why)

@@ -104,17 +104,16 @@ struct ReduceScatterHooks : gemm::NoHooks {
   int pending_pe = -1;     // deterministic, epilogue thread: a half-tile not yet flagged, the PE
   int pending_flag = 0;    // whose word it raises, and the value
   uint64_t pending_value = 0;
-  int tile_seg = 0;  // deterministic, consumer threads: the current tile's segment and this
-  int tile_k = 0;    // PE's position in its order of additions
+  // Deterministic, consumer threads: the current tile's segment and this PE's position in its
+  // order of additions, set by initial_accumulators before the mainloop. Kept, not recomputed
+  // in the epilogue: there the accumulators hold the registers, and the division spilled.
+  int tile_seg = 0;
+  int tile_k = 0;
 
   // Deterministic: the segment of the tile at `index` of the order (its last partial is that
-  // PE's), and the current tile's segment and this PE's position.
+  // PE's).
   __device__ __forceinline__ int segment_of(int index) const {
     return rs_segment(index, args->gemm.cluster_rows * args->gemm.tile_cols, ctx->n_pes);
-  }
-  __device__ __forceinline__ void locate(int index) {
-    tile_seg = segment_of(index);
-    tile_k = rs_position(tile_seg, ctx->my_pe, ctx->n_pes);
   }
 
   // The producer thread, before loading a tile of owner `batch`'s rows: the owner permits
@@ -188,7 +187,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
     if constexpr (kDeterministic) {
       const ReduceScatterArgs& a = *args;
       const int n_pes = ctx->n_pes;
-      locate(e.index);
+      tile_seg = segment_of(e.index);
+      tile_k = rs_position(tile_seg, ctx->my_pe, n_pes);
       const bool sum = tile_k == n_pes - 1 && n_pes > 1 && e.row0 < a.gemm.m;
       if (sum) {
         if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
@@ -237,20 +237,26 @@ struct ReduceScatterHooks : gemm::NoHooks {
     }
   }
 
-  __device__ __forceinline__ void after_tile(int /*wg*/, int batch, int row0, int col0) {
+  __device__ __forceinline__ void after_tile(const gemm::EpilogueSlab& e) {
     if constexpr (kDeterministic) {
-      if (row0 >= args->gemm.m) return;      // a half-tile wholly past the shard: nothing stored
-      if (pending_pe >= 0) {                 // a tile too short for mid_mainloop
-        bulk_wait_group<Cfg::kOutChunks>();  // all but this half-tile's stores complete
+      if (e.row0 >= args->gemm.m) return;  // a half-tile wholly past the shard: nothing stored
+      const int n_pes = ctx->n_pes;
+      const bool last = tile_k + 1 == n_pes;
+      if (pending_pe >= 0) {  // a tile too short for mid_mainloop
+        // All but this half-tile's stores complete: as many groups as its epilogue committed
+        // (a last partial leaves as bf16, in half as many chunks as an fp32 one).
+        if (last)
+          bulk_wait_group<LastTileCfg<Cfg>::kOutChunks>();
+        else
+          bulk_wait_group<Cfg::kOutChunks>();
         publish_pending();
       }
-      const int n_pes = ctx->n_pes;
-      if (tile_k + 1 == n_pes) return;  // the last partial: the sum is final, nobody waits for it
+      if (last) return;  // the sum is final, nobody waits for it
       pending_pe = rs_source_at(tile_seg, tile_k + 1, n_pes);
-      pending_flag = rs_flag_index<Cfg>(*args, batch, row0, col0);
+      pending_flag = rs_flag_index<Cfg>(*args, e.batch, e.row0, e.col0);
       pending_value = (epoch - 1) * n_pes + tile_k + 1;
     } else {
-      (void)batch, (void)row0, (void)col0;
+      (void)e;
     }
   }
 

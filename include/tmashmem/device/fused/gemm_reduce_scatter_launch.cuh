@@ -146,13 +146,19 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   return nullptr;
 }
 
+/// The kernel reduce_scatter_run launches: the library's, or a user's own whose every thread
+/// calls gemm_reduce_scatter_cta<Cfg, Mode> once (its shared-memory attribute set by
+/// gemm::gemm_kernel_setup<Cfg>).
+using ReduceScatterKernel = void (*)(tmashmem_ctx_t, CUtensorMap, CUtensorMap, OwnerMaps,
+                                     ReduceScatterArgs);
+
 template <class Cfg, ReduceScatterMode Mode>
 cudaError_t reduce_scatter_run(const tmashmem_ctx_t& ctx, const ReduceScatterPlan<Cfg, Mode>& plan,
-                               cudaStream_t stream) {
+                               cudaStream_t stream,
+                               ReduceScatterKernel kernel = gemm_reduce_scatter_kernel<Cfg, Mode>) {
   cudaLaunchAttribute attr{};
   const cudaLaunchConfig_t cfg = gemm::gemm_launch_config<Cfg>(plan.grid, stream, &attr);
-  return cudaLaunchKernelEx(&cfg, gemm_reduce_scatter_kernel<Cfg, Mode>, ctx, plan.a_map,
-                            plan.b_map, plan.maps, plan.args);
+  return cudaLaunchKernelEx(&cfg, kernel, ctx, plan.a_map, plan.b_map, plan.maps, plan.args);
 }
 
 }  // namespace tmashmem::fused

@@ -88,8 +88,7 @@ struct NoHooks {
                                            const EpilogueSlab& /*slab*/, uint32_t& /*slot*/) {
     return false;
   }
-  __device__ __forceinline__ void after_tile(int /*wg*/, int /*batch*/, int /*row0*/,
-                                             int /*col0*/) {}
+  __device__ __forceinline__ void after_tile(const EpilogueSlab& /*slab*/) {}
   __device__ __forceinline__ void after_last_tile(int /*wg*/) {}
   __device__ __forceinline__ void mid_mainloop(int /*wg*/) {}
 };

@@ -90,7 +90,7 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
             thread_in_wg == 0 ? hooks.output_map(c_map, tr.batch, &batch_coord) : c_map;
         epilogue_store<Cfg>(s, acc, out, batch_coord, row0, col0, cwg, thread_in_wg, out_slot);
       }
-      if (thread_in_wg == 0) hooks.after_tile(cwg, tr.batch, row0, col0);
+      if (thread_in_wg == 0) hooks.after_tile(slab);
     }
     if (thread_in_wg == 0) {
       bulk_wait_group<0>();
