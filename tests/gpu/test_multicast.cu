@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -160,14 +161,19 @@ size_t bad_guards(const uint8_t* region, size_t bytes) {
 }
 
 template <Call C, McReduce Op, class T, Coop G, McOrder O>
-bool run_case(const FallbackSession& s, const char* name, size_t shift_elements, uint64_t round) {
+bool run_case(const FallbackSession& s, const char* name, size_t shift_elements, uint64_t round,
+              size_t chunk_elements) {
   const int me = s.me, n = s.n;
-  // An even count (16-bit floats go in pairs), different every run.
-  const size_t count = 2000 + 2 * (mix64(run_seed() ^ round) % 700);
+  // Elements per call: by group (or chunk_elements, even).
+  const size_t chunk = chunk_elements      ? chunk_elements
+                       : G == Coop::Thread ? 24
+                       : G == Coop::Warp   ? 256
+                                           : 1024;
+  // An even count (16-bit floats go in pairs) of at least three calls, different every run.
+  const size_t count = std::max<size_t>(2000, 3 * chunk) + 2 * (mix64(run_seed() ^ round) % 700);
   const size_t bytes = count * sizeof(T);
   const size_t shift = shift_elements * sizeof(T);   // 0: 16-byte aligned; else not
   const size_t region = 2 * kGuard + shift + bytes;  // guard | shift | data | guard
-  const size_t chunk = G == Coop::Thread ? 24 : G == Coop::Warp ? 256 : 1024;
   const uint64_t purpose = 0x4d43 + uint64_t(C) * 64 + uint64_t(Op) * 8 + uint64_t(G) + round * 512;
   bool ok = true;
 
@@ -265,10 +271,11 @@ bool run_case(const FallbackSession& s, const char* name, size_t shift_elements,
 
 // Both alignments: 16-byte aligned (vector accesses) and one word off (word accesses).
 template <Call C, McReduce Op, class T, Coop G, McOrder O = McOrder::Relaxed>
-bool both_alignments(const FallbackSession& s, const char* name, uint64_t round) {
+bool both_alignments(const FallbackSession& s, const char* name, uint64_t round,
+                     size_t chunk_elements = 0) {
   constexpr size_t kWordElements = sizeof(T) == 2 ? 2 : 1;
-  bool ok = run_case<C, Op, T, G, O>(s, name, 0, round);
-  ok &= run_case<C, Op, T, G, O>(s, name, kWordElements, round + 1);
+  bool ok = run_case<C, Op, T, G, O>(s, name, 0, round, chunk_elements);
+  ok &= run_case<C, Op, T, G, O>(s, name, kWordElements, round + 1, chunk_elements);
   return ok;
 }
 
@@ -368,6 +375,25 @@ bool every_combination(const FallbackSession& s, const char* name, uint64_t roun
 // relaxed and ordered, 16-byte aligned and not.
 TEST_CASE("multicast_store through the fallback: every PE's segment on every PE") {
   run_cases(1, {{&every_combination<Call::Store>, "multicast_store, every type"}});
+}
+
+// The store fallback's shapes in an 80-thread block: calls of a few 16-byte units (threads
+// share the peers of a unit), about one unit per thread, and several per thread (four
+// loads in flight, then the rest one by one).
+template <class T, McOrder O>
+bool store_shapes(const FallbackSession& s, const char* name, uint64_t round) {
+  bool ok = true;
+  for (size_t chunk_bytes : {48, 96, 800, 17000})
+    ok &= both_alignments<Call::Store, McReduce::Add, T, Coop::Block, O>(s, name, round += 2,
+                                                                         chunk_bytes / sizeof(T));
+  return ok;
+}
+
+TEST_CASE("multicast_store through the fallback: block calls of 3 to 1062 units") {
+  run_cases(7,
+            {{&store_shapes<uint32_t, McOrder::Relaxed>, "store u32 block, by size"},
+             {&store_shapes<__nv_bfloat16, McOrder::Release>, "store bf16 block release, by size"},
+             {&store_shapes<double, McOrder::Relaxed>, "store f64 block, by size"}});
 }
 
 TEST_CASE("multicast_ld_reduce through the fallback: the reduction over every PE's copy") {

@@ -72,6 +72,7 @@ struct Options {
   int nbi_threads = 4;                    // issuing threads per CTA for put_nbi / get_nbi
   size_t stage_bytes = 48 * 1024;         // shared-memory staging per issuing thread
   int tile_rows = 0;                      // tile bandwidth: rows of 1 KiB per tile (0: by size)
+  int sources = 1;                        // mcast: copies of the source the calls cycle through
   double timeout_s = 20;                  // host watchdog per kernel, bound of device waits
   int algo = 0;                           // coll: tmashmem's all-reduce algorithm (0: auto)
   int graph = 0;                          // coll: 1 times the calls captured into one CUDA graph
@@ -109,6 +110,8 @@ inline bool parse_options(int argc, char** argv, Options* o, int* code) {
       {"--nbi-threads", &o->nbi_threads, 1, 32, "N     issuing threads per CTA of nbi_* (4)"},
       {"--stage", &o->stage_bytes, 1024, kMax, "SIZE  shared-memory staging per issuer (48K)"},
       {"--tile-rows", &o->tile_rows, 0, 32, "N     tile bw: rows of 1 KiB per tile (0: by size)"},
+      {"--sources", &o->sources, 1, 64,
+       "N     mcast: calls cycle through N copies of the source (1)"},
       {"--timeout", &o->timeout_s, 1e-9, kMax, "S     host watchdog, device wait bound (20)"},
       {"--algo", &o->algo, 0, 2, "N     coll: tmashmem all-reduce, 0 auto, 1 one-shot, 2 two-shot"},
       {"--graph", &o->graph, 0, 1, "0|1   coll: 1 times the -n calls as one CUDA graph (0)"},

@@ -202,15 +202,17 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
 // unicast fan-out where the runtime made no multicast object).
 enum class Fanout { PutPerPe, StorePerPe, Multicast };
 
-// Each CTA sends its share of `src` to every reachable local PE's copy of symmetric `dst`,
-// `iters` times over.
+// Each CTA sends its share of the source to every reachable local PE's copy of symmetric
+// `dst`, `iters` times over; call `it` reads copy it % sources of it, at sources_base +
+// copy * stride.
 template <Fanout kHow>
 __global__ void fanout_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst,
-                              const char* src, size_t bytes, long iters) {
+                              const char* sources_base, size_t bytes, long iters, int sources,
+                              size_t stride) {
   const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;
   const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
-  for (long it = 0; it < iters; ++it) {
+  auto send = [&](const char* src) {
     if constexpr (kHow == Fanout::Multicast) {
       tmashmem::multicast_store<uint32_t, tmashmem::Coop::Block>(
           ctx, reinterpret_cast<uint32_t*>(dst + r.begin),
@@ -228,14 +230,24 @@ __global__ void fanout_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* 
       }
       __syncthreads();
     }
+  };
+  // One source: a loop-invariant one, as in the runs before --sources (the compiler may move
+  // the calls' set-up that depends on the source alone out of the loop).
+  if (sources == 1) {
+    for (long it = 0; it < iters; ++it) send(sources_base);
+    return;
   }
+  for (long it = 0; it < iters; ++it) send(sources_base + size_t(it % sources) * stride);
 }
 
 inline int test_mcast(const Options& opt, Report& report, int device_sms) {
   const std::vector<size_t> sizes = size_list(opt, 16 * 1024, size_t(256) << 20, 4, 16, "mcast");
   const std::vector<int> sms = sm_list(opt, "16,all", device_sms);
-  const size_t span = slot_span(sizes);
-  char *src = Runtime::alloc(span + kGuard), *dst = Runtime::alloc(span + kGuard);
+  // --sources N: N copies of the source, one after another, so that a call's source has not
+  // been read by the N - 1 calls before it (with one, every call reads what the last read).
+  const size_t span = slot_span(sizes) + kGuard;
+  const int sources = opt.sources;
+  char *src = Runtime::alloc(span * size_t(sources)), *dst = Runtime::alloc(span);
   const tmashmem_ctx_t ctx = Runtime::device().ctx;
   std::vector<char*> copies;  // every reachable PE's dst: what each call must write
   for (int q = ctx.first_local_pe; q < ctx.first_local_pe + ctx.n_local_pes; ++q)
@@ -243,15 +255,18 @@ inline int test_mcast(const Options& opt, Report& report, int device_sms) {
   const uint64_t seed0 = run_seed();
   uint64_t seed = seed0;
   std::vector<Case> cases;
-  const std::pair<const char*, void (*)(tmashmem_ctx_t, char*, const char*, size_t, long)> ops[] = {
+  using Kernel = void (*)(tmashmem_ctx_t, char*, const char*, size_t, long, int, size_t);
+  const std::pair<const char*, Kernel> ops[] = {
       {"put_per_pe", fanout_kernel<Fanout::PutPerPe>},
       {"store_per_pe", fanout_kernel<Fanout::StorePerPe>},
       {"multicast_store", fanout_kernel<Fanout::Multicast>}};
   for (const auto& entry : ops) {
-    cases.push_back(bw_case("mcast", entry.first, &entry == ops ? "" : "put_per_pe", opt.threads,
+    cases.push_back(bw_case(sources == 1 ? "mcast" : "mcast_src" + std::to_string(sources),
+                            entry.first, &entry == ops ? "" : "put_per_pe", opt.threads,
                             [=, kernel = entry.second, thr = opt.threads](
                                 cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-                              kernel<<<ctas, thr, 0, s>>>(ctx, dst + o, src + o, bytes, iters);
+                              kernel<<<ctas, thr, 0, s>>>(ctx, dst + o, src + o, bytes, iters,
+                                                          sources, span);
                               PERF_LAUNCHED("fanout_kernel");
                             }));
     cases.back().messages = [n = copies.size()](int, size_t) { return double(n); };
@@ -259,11 +274,12 @@ inline int test_mcast(const Options& opt, Report& report, int device_sms) {
   }
   auto fill = [&](cudaStream_t s, size_t bytes, size_t o) {
     seed = seed0 ^ (bytes * 0x9E3779B97F4A7C15ull);
-    fill_pattern(src + o, bytes, seed, s);
+    for (int c = 0; c < sources; ++c) fill_pattern(src + size_t(c) * span + o, bytes, seed, s);
   };
   const std::string title = "mcast: PE 0 -> each of " + std::to_string(copies.size()) + " PEs, " +
-                            std::to_string(opt.threads) +
-                            " threads/CTA; GB/s counts every copy (multicast " +
+                            std::to_string(opt.threads) + " threads/CTA, " +
+                            std::to_string(sources) +
+                            " source copies; GB/s counts every copy (multicast " +
                             (ctx.mc_base ? "objects" : "fallback: unicast fan-out") + ")";
   const int failures = run_cases(opt, report, cases, sizes, sms, fill, title);
   Runtime::barrier_all();
