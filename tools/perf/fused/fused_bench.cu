@@ -3,6 +3,8 @@
 //
 //   mpirun -np P tmashmem-fused-bench [reps] [shapes] [[rs] M N K ...]
 // FUSED_BENCH_A=0: the copier sweep's variants do not return the gathered A.
+// FUSED_BENCH_ROUNDS set: a line per round and variant, "round,<unix time>,<title>,<round>,
+// <variant>,<ms of PE 0>,<ms of PE 1>,..." (round 0 and 1 are the warm-up).
 // shapes: how many of each list; M N K triples replace the all-gather list and skip the
 // reduce-scatter section (the copier sweep over other shapes); after `rs` they replace the
 // reduce-scatter list (M x N x K_local) and skip the all-gather section.
@@ -29,6 +31,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +92,18 @@ void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_t strea
       float t = 0, worst = 0;
       CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
       MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+      if (std::getenv("FUSED_BENCH_ROUNDS")) {
+        std::vector<float> all(static_cast<size_t>(tmashmem_n_pes()));
+        MPI_Gather(&t, 1, MPI_FLOAT, all.data(), 1, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        if (tmashmem_my_pe() == 0) {
+          const double now =
+              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          std::printf("round,%.4f,%s,%d,%s", now, title, r, v.name.c_str());
+          for (float x : all) std::printf(",%.4f", x);
+          std::printf("\n");
+        }
+      }
       if (r >= 2) v.ms.push_back(worst);
     }
   cudaEventDestroy(e0), cudaEventDestroy(e1);
