@@ -3,6 +3,7 @@
 //
 //   mpirun -np P tmashmem-fused-bench [reps] [shapes] [[rs] M N K ...]
 // FUSED_BENCH_A=0: the copier sweep's variants do not return the gathered A.
+// FUSED_BENCH_BATCH=N: each timing covers N launches back to back (time per launch).
 // FUSED_BENCH_ROUNDS set: a line per round and variant, "round,<unix time>,<title>,<round>,
 // <variant>,<ms of PE 0>,<ms of PE 1>,..." (round 0 and 1 are the warm-up).
 // shapes: how many of each list; M N K triples replace the all-gather list and skip the
@@ -78,6 +79,10 @@ __global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsig
 // ratio to "gemm only", and the same as a line "csv,<title>,<PEs>,<median ms>,<ratio>,<variant>".
 void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_t stream, double flop,
                     const char* title) {
+  // FUSED_BENCH_BATCH=N: N launches back to back per timing (the host's launch of all but the
+  // first overlaps the GPU's work); the time is per launch.
+  const char* batch_env = std::getenv("FUSED_BENCH_BATCH");
+  const int batch = batch_env && std::atoi(batch_env) > 0 ? std::atoi(batch_env) : 1;
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
@@ -86,11 +91,12 @@ void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_t strea
       CHECK_CUDA(cudaStreamSynchronize(stream));
       CHECK_TM(tmashmem_barrier_all());
       CHECK_CUDA(cudaEventRecord(e0, stream));
-      v.run();
+      for (int b = 0; b < batch; ++b) v.run();
       CHECK_CUDA(cudaEventRecord(e1, stream));
       CHECK_CUDA(cudaEventSynchronize(e1));
       float t = 0, worst = 0;
       CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      t /= float(batch);
       MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
       if (std::getenv("FUSED_BENCH_ROUNDS")) {
         std::vector<float> all(static_cast<size_t>(tmashmem_n_pes()));
