@@ -377,9 +377,9 @@ TEST_CASE("multicast_store through the fallback: every PE's segment on every PE"
   run_cases(1, {{&every_combination<Call::Store>, "multicast_store, every type"}});
 }
 
-// The store fallback's shapes in an 80-thread block: calls of a few 16-byte units (threads
-// share the peers of a unit), about one unit per thread, and several per thread (four
-// loads in flight, then the rest one by one).
+// The store fallback's shapes in an 80-thread block: calls of a few 16-byte units (most
+// threads, and whole warps, have none), about one unit per thread, and 13 per thread with
+// a tail of words.
 template <class T, McOrder O>
 bool store_shapes(const FallbackSession& s, const char* name, uint64_t round) {
   bool ok = true;
