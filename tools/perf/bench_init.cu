@@ -8,13 +8,10 @@
 // and the NCCL communicator are untimed, so the figure is the runtime's own cost. Every repetition
 // writes and checks the allocation through a peer mapping, so a lazy runtime cannot score.
 //   mpirun -np N bench_init[_nvshmem|_nccl] [reps=10] [bytes=1G]
-// NCCL up to 2.29 refuses two ranks on one GPU: bench_init_nccl with more PEs than GPUs
-// prints a skip line and exits 0 unless NCCL_MULTI_RANK_GPU_ENABLE=1 is set (NCCL 2.30 on).
+// bench_init_nccl where ranks share a GPU (NCCL refuses that; nccl_comm.h) prints why and
+// exits 0.
 #include <cuda_runtime.h>
 #include <mpi.h>
-#ifdef PERF_NCCL_BOOTSTRAP
-#include <nccl.h>
-#endif
 
 #include <chrono>
 #include <cstdio>
@@ -22,6 +19,9 @@
 #include <vector>
 
 #include "tools/perf/backend.cuh"  // PERF_NVSHMEM: NVSHMEM's, else tmashmem's
+#ifdef PERF_NCCL_BOOTSTRAP
+#include "tools/perf/nccl_comm.h"
+#endif
 
 using namespace perf;
 
@@ -43,26 +43,7 @@ constexpr const char* kRowName = "tmashmem-nccl";
 ncclComm_t g_comm = nullptr;  // the application's communicator: made once, untimed
 
 // false: this run cannot make the communicator here (said on stdout).
-bool make_comm(int rank, int size) {
-  int version = 0, devices = 0;
-  ncclGetVersion(&version);
-  PERF_CUDA(cudaGetDeviceCount(&devices));
-  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
-  if (size > devices && !(multi && std::atoi(multi) == 1)) {
-    if (rank == 0)
-      std::printf(
-          "bench_init_nccl: skipped at %d PEs: NCCL %d refuses two ranks on one GPU "
-          "(%d GPU(s); NCCL 2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
-          size, version, devices);
-    return false;
-  }
-  ncclUniqueId id;
-  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  if (ncclCommInitRank(&g_comm, size, id, rank) != ncclSuccess) die("ncclCommInitRank failed");
-  if (rank == 0) std::printf("bench_init_nccl: NCCL %d\n", version);
-  return true;
-}
+bool make_comm() { return (g_comm = nccl_world_comm("bench_init_nccl")) != nullptr; }
 void init_runtime() {
   tmashmem_init_attr_t attr;
   tmashmem_init_attr_set_defaults(&attr);
@@ -72,7 +53,7 @@ void init_runtime() {
 }
 #else
 constexpr const char* kRowName = Runtime::kName;
-bool make_comm(int, int) { return true; }
+bool make_comm() { return true; }
 void init_runtime() { Runtime::init(); }
 #endif
 
@@ -84,7 +65,7 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
   const size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 0) : (size_t(1) << 30);
   select_device(Runtime::kName, argc, argv);  // the context exists before timing
-  if (!make_comm(rank, size)) {
+  if (!make_comm()) {
     MPI_Finalize();
     return 0;
   }

@@ -1,9 +1,9 @@
 // The benchmark programs' CUDA half, layer 2 of 3 (on harness_options.h): error checks and
-// the watchdog waits, data patterns and their on-device checks, shares of a buffer, the
-// plain copy kernel (the bandwidth rows' reference), timing (events with a stream hold,
-// in-kernel stamps), the machine (copy-engine ceilings, PlacementShift, device choice).
-// The why of flag slots and PlacementShift: docs/perf-method.md; of the hold:
-// docs/performance.md, "Copy-engine rows".
+// watchdog waits, data patterns and their on-device checks, shares of a buffer, the plain
+// copy kernel (the bandwidth rows' reference), timing (events with a stream hold, in-kernel
+// stamps) and the machine (copy-engine ceilings, PlacementShift, device choice). The why of
+// flag slots and PlacementShift: docs/perf-method.md; of the hold: docs/performance.md,
+// "Copy-engine rows".
 #pragma once
 
 #include <cuda_runtime.h>
@@ -135,8 +135,8 @@ class Checker {
   unsigned long long *bad_ = nullptr, *host_ = nullptr, host_extra_ = 0;
 };
 
-// Share `i` of `n` of a `bytes` buffer: equal shares rounded up to `align` bytes, the last
-// one shorter (possibly empty). Identical for every runtime.
+// Share `i` of `n` of a `bytes` buffer (CTA i's of n, for example): equal shares rounded up
+// to `align` bytes, the last one shorter (possibly empty). Identical for every runtime.
 struct Range {
   size_t begin, end;
 };
@@ -147,14 +147,10 @@ __host__ __device__ inline Range share(size_t bytes, unsigned i, unsigned n, siz
   return {begin, begin + each < bytes ? begin + each : bytes};
 }
 
-__host__ __device__ inline Range cta_range(size_t bytes, unsigned cta, unsigned ctas) {
-  return share(bytes, cta, ctas);
-}
-
 // What a hand-written kernel gets: each CTA copies its share with 16-byte loads and stores,
 // four in flight per thread; `iters` times over.
 static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, long iters) {
-  const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
+  const Range r = share(bytes, blockIdx.x, gridDim.x);
   uint4* d = reinterpret_cast<uint4*>(dst + r.begin);
   const uint4* s = reinterpret_cast<const uint4*>(src + r.begin);
   const size_t units = (r.end - r.begin) / 16, stride = blockDim.x;
@@ -169,20 +165,6 @@ static __global__ void sm_copy_kernel(char* dst, const char* src, size_t bytes, 
     }
     for (; i < units; i += stride) d[i] = s[i];
   }
-}
-
-// What one ping-pong round sends: a signal (tmashmem: signal_op, a release; NVSHMEM:
-// nvshmemx_signal_op, relaxed), a relaxed signal (tmashmem only), or a put + signal from one
-// thread or from the whole block.
-enum class PingOp { Signal, SignalRelaxed, PutSignalThread, PutSignalBlock };
-
-// Repetition r of a ping-pong waits on flag slot r % kPingFlagSlots (docs/perf-method.md,
-// "Do two runs agree?"); the stride is no power of two, so slots differ in many address bits.
-constexpr int kPingFlagSlots = 16;
-constexpr size_t kPingFlagStride = 4096 + 256;
-constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
-inline uint64_t* ping_flag(uint64_t* flags, int rep) {
-  return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
 }
 
 // Per-iteration times inside one kernel. stamps[0..n] are clock64() at the iteration
@@ -222,9 +204,9 @@ inline double median_iteration_us(const std::vector<uint64_t>& st, long n) {
 }
 
 // With `hold`, the stream waits behind a one-thread kernel spinning on a host-mapped word
-// until everything is enqueued, so that events time the copies, not the host's enqueueing
-// (docs/performance.md, "Copy-engine rows"); the spin gives up after 2 s (a host blocked on a
-// full queue would never release it), which time() reports as a failure.
+// until everything is enqueued, so that events time the copies, not the host's enqueueing;
+// the spin gives up after 2 s (a host blocked on a full queue would never release it),
+// which time() reports.
 static __global__ void stream_hold_kernel(const volatile int* go, int* timed_out, uint64_t limit) {
   for (const uint64_t start = global_timer(); *go == 0;)
     if (global_timer() - start > limit) {
@@ -238,10 +220,11 @@ class StreamTimer {
   explicit StreamTimer(bool hold) {
     PERF_CUDA(cudaEventCreate(&start_));
     PERF_CUDA(cudaEventCreate(&stop_));
+    if (!hold) return;
     int* p = nullptr;
-    if (hold)
-      PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
+    PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&p), 2 * sizeof(int), cudaHostAllocMapped));
     hold_ = p;
+    PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&hold_dev_), p, 0));
   }
   ~StreamTimer() {
     cudaEventDestroy(start_);
@@ -256,11 +239,8 @@ class StreamTimer {
   double time(cudaStream_t s, double timeout_s, const std::string& what, F&& enqueue,
               bool* held_out = nullptr) {
     if (hold_) {
-      int* dev = nullptr;
       hold_[0] = hold_[1] = 0;
-      PERF_CUDA(
-          cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), const_cast<int*>(hold_), 0));
-      stream_hold_kernel<<<1, 1, 0, s>>>(dev, dev + 1, 2000000000ull);
+      stream_hold_kernel<<<1, 1, 0, s>>>(hold_dev_, hold_dev_ + 1, 2000000000ull);
       PERF_LAUNCHED("stream_hold_kernel");
     }
     PERF_CUDA(cudaEventRecord(start_, s));
@@ -280,6 +260,7 @@ class StreamTimer {
  private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   volatile int* hold_ = nullptr;
+  int* hold_dev_ = nullptr;
 };
 
 // Lets `kernel` use `bytes` of dynamic shared memory, or says which option to lower.
@@ -289,8 +270,7 @@ inline void set_smem(const void* kernel, size_t bytes, const char* name) {
   PERF_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (bytes > size_t(optin))
     die(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory per " +
-        "CTA; the device allows " + std::to_string(optin) +
-        " (lower --stage or --nbi-threads)");
+        "CTA; the device allows " + std::to_string(optin) + " (lower --stage or --nbi-threads)");
   PERF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
@@ -336,8 +316,8 @@ inline void measure_ceilings(double* d2d_gbps, double* peer_gbps, int reps, doub
 }
 
 // A random 0..31 pages of 2 MiB held from before the runtime's heap until exit, so that each
-// launch's heap lands on other physical pages (docs/perf-method.md; PERF_PLACEMENT_SHIFT=0:
-// off). Construct after select_device, before init; print() (collective) says every PE's.
+// launch's heap lands on other physical pages (PERF_PLACEMENT_SHIFT=0: off). Construct after
+// select_device, before init; print() (collective) says every PE's.
 class PlacementShift {
  public:
   PlacementShift() {
@@ -352,7 +332,7 @@ class PlacementShift {
   PlacementShift& operator=(const PlacementShift&) = delete;
   void print() const {
     unsigned long long mine = pages_;
-    std::vector<unsigned long long> all(mpi_rank() == 0 ? size_t(mpi_size()) : 0);
+    std::vector<unsigned long long> all(static_cast<size_t>(mpi_size()));
     MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
                MPI_COMM_WORLD);
     if (mpi_rank() != 0) return;

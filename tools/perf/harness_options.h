@@ -1,7 +1,7 @@
-// The benchmark programs' host half (tmashmem-perf, perf_nvshmem, bench_init*): MPI helpers,
-// the command line (nccl-tests style, each option once with its help) and the report (a table
-// on stdout, CSV rows whose columns perf.py pools). Layer 1 of 3: harness_cuda.cuh adds the
-// CUDA half, harness.cuh the loops that time and check a case.
+// The benchmark programs' host half (tmashmem-perf, perf_nvshmem, bench_init*): the command
+// line (nccl-tests style, each option once with its help) and the report (a table on stdout,
+// CSV rows that perf.py pools). Layer 1 of 3: harness_cuda.cuh adds the CUDA half,
+// harness.cuh the loops that time and check a case.
 #pragma once
 
 #include <mpi.h>
@@ -43,9 +43,8 @@ inline bool parse_size(const char* text, size_t* out) {
   const double mult = u ? double(size_t(1) << (10 * (u - "kmg" + 1))) : 1.0;
   end += u != nullptr;
   end += *end == 'B' || *end == 'b';
-  if (*end != '\0') return false;
   *out = static_cast<size_t>(v * mult);
-  return true;
+  return *end == '\0';
 }
 
 inline std::vector<std::string> split(const std::string& s, char sep) {
@@ -110,8 +109,7 @@ inline bool parse_options(int argc, char** argv, Options* o, int* code) {
       {"--nbi-threads", &o->nbi_threads, 1, 32, "N     issuing threads per CTA of nbi_* (4)"},
       {"--stage", &o->stage_bytes, 1024, kMax, "SIZE  shared-memory staging per issuer (48K)"},
       {"--tile-rows", &o->tile_rows, 0, 32, "N     tile bw: rows of 1 KiB per tile (0: by size)"},
-      {"--sources", &o->sources, 1, 64,
-       "N     mcast: calls cycle through N copies of the source (1)"},
+      {"--sources", &o->sources, 1, 64, "N     mcast: calls cycle through N source copies (1)"},
       {"--timeout", &o->timeout_s, 1e-9, kMax, "S     host watchdog, device wait bound (20)"},
       {"--algo", &o->algo, 0, 2, "N     coll: tmashmem all-reduce, 0 auto, 1 one-shot, 2 two-shot"},
       {"--graph", &o->graph, 0, 1, "0|1   coll: 1 times the -n calls as one CUDA graph (0)"},
@@ -147,11 +145,11 @@ inline bool parse_options(int argc, char** argv, Options* o, int* code) {
     const Flag* f = std::find_if(std::begin(flags), std::end(flags),
                                  [&](const Flag& g) { return a == g.name; });
     if (a == "-h" || a == "--help") {
-      if (mpi_rank() == 0)
+      if (mpi_rank() == 0) {
         std::printf("usage: mpirun -np N %s bw|mcast|msg|pingpong|barrier|coll [options]\n",
                     argv[0]);
-      for (const Flag& g : flags)
-        if (mpi_rank() == 0) std::printf("  %-14s %s\n", g.name, g.help);
+        for (const Flag& g : flags) std::printf("  %-14s %s\n", g.name, g.help);
+      }
       *code = 0;
       return false;
     } else if (a[0] != '-') {
@@ -229,7 +227,6 @@ struct Row {
   std::string check;    // "ok", "FAIL(<n> bad)", "FAIL(timeout/data)", "n/a" (not checked)
   std::string runtime;  // "": the report's
 
-  Row() = default;
   Row(std::string t, std::string o, int s, int thr, size_t b, long it)
       : test(std::move(t)), op(std::move(o)), sms(s), threads(thr), bytes(b), iters(it) {}
 
@@ -276,7 +273,6 @@ class Report {
     std::fflush(stdout);
     failures_ += r.check != "ok" && r.check != "n/a";
     if (opt_.csv.empty()) return;
-    const std::string& runtime = r.runtime.empty() ? runtime_ : r.runtime;
     FILE* f = std::fopen(opt_.csv.c_str(), "a");
     if (!f) {
       std::fprintf(stderr, "perf: cannot append to %s: %s\n", opt_.csv.c_str(),
@@ -294,11 +290,11 @@ class Report {
     std::fprintf(f,
                  "%s,%s,%s,%d,%d,%d,%zu,%ld,%d,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.4f,%s,%.3f,%.4f,"
                  "%.3f,%.3f,%.0f,%s,",
-                 runtime.c_str(), r.test.c_str(), r.op.c_str(), r.pes, r.sms, r.threads, r.bytes,
-                 r.iters, r.reps, r.time_us.min, t, r.time_us.max, r.gbps(r.time_us.max), g,
-                 r.gbps(r.time_us.min), mops, r.ref_op.c_str(), r.ref_gbps, ratio, d2d_gbps,
-                 peer_gbps, double(r.bytes) * r.messages_per_iter * double(r.iters),
-                 r.check.c_str());
+                 (r.runtime.empty() ? runtime_ : r.runtime).c_str(), r.test.c_str(), r.op.c_str(),
+                 r.pes, r.sms, r.threads, r.bytes, r.iters, r.reps, r.time_us.min, t, r.time_us.max,
+                 r.gbps(r.time_us.max), g, r.gbps(r.time_us.min), mops, r.ref_op.c_str(),
+                 r.ref_gbps, ratio, d2d_gbps, peer_gbps,
+                 double(r.bytes) * r.messages_per_iter * double(r.iters), r.check.c_str());
     // Every repetition's time, ';'-separated, so that launches can be pooled (perf.py).
     for (size_t i = 0; i < r.samples_us.size(); ++i)
       std::fprintf(f, "%s%.4f", i ? ";" : "", r.samples_us[i]);

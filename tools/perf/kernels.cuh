@@ -1,7 +1,7 @@
 // The benchmark kernels, one template per operation, shared by tmashmem-perf and
 // perf_nvshmem: `Rt` is the runtime's device face (backend.cuh), passed by value, so both
 // programs run the same loops, partitions, destinations and stamps and differ only in the
-// calls inside them. At the end, tmashmem only: its tile (TMA) views and kernels.
+// calls inside them. At the end, tmashmem's tile (TMA) views and kernels.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,11 +18,11 @@
 namespace perf {
 
 // put: local src -> PE pe's dst; get: PE pe's src -> local dst. Each CTA moves its share
-// (cta_range) `iters` times over with the block-scope call.
+// `iters` times over with the block-scope call.
 template <class Rt, bool kPut>
 __global__ void block_kernel(const __grid_constant__ Rt rt, char* dst, const char* src,
                              size_t bytes, int pe, long iters) {
-  const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
+  const Range r = share(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;  // the whole CTA leaves together
   for (long it = 0; it < iters; ++it)
     rt.template block<kPut>(dst + r.begin, src + r.begin, r.end - r.begin, pe);
@@ -35,7 +35,7 @@ template <class Rt, bool kPut>
 __global__ void nbi_kernel(const __grid_constant__ Rt rt, char* dst, const char* src, size_t bytes,
                            int pe, long iters, uint32_t stage_bytes) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const Range r = rt.nbi_share(cta_range(bytes, blockIdx.x, gridDim.x));
+  const Range r = rt.nbi_share(share(bytes, blockIdx.x, gridDim.x));
   if (r.end > r.begin)
     for (long it = 0; it < iters; ++it)
       rt.template nbi<kPut>(dst + r.begin, src + r.begin, r.end - r.begin, pe, smem, stage_bytes);
@@ -73,6 +73,11 @@ __global__ void msg_kernel(const __grid_constant__ Rt rt, char* dst, char* raw_d
   }
   if constexpr (!kQuietEach) rt.quiet();
 }
+
+// What one ping-pong round sends: a signal (tmashmem: signal_op, a release; NVSHMEM:
+// nvshmemx_signal_op, relaxed), a relaxed signal (tmashmem only), or a put + signal from one
+// thread or from the whole block.
+enum class PingOp { Signal, SignalRelaxed, PutSignalThread, PutSignalBlock };
 
 // Ping-pong between PE 0 (initiator) and PE 1, one CTA each. Round i sends base + i + 1
 // (PingOp): a signal, a relaxed signal, or a put_signal of `bytes` from one thread or from

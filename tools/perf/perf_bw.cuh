@@ -209,7 +209,7 @@ template <Fanout kHow>
 __global__ void fanout_kernel(const __grid_constant__ tmashmem_ctx_t ctx, char* dst,
                               const char* sources_base, size_t bytes, long iters, int sources,
                               size_t stride) {
-  const Range r = cta_range(bytes, blockIdx.x, gridDim.x);
+  const Range r = share(bytes, blockIdx.x, gridDim.x);
   if (r.begin == r.end) return;
   const int first = ctx.first_local_pe, last = ctx.first_local_pe + ctx.n_local_pes;
   auto send = [&](const char* src) {

@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <functional>
 #include <iterator>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,37 +27,12 @@
 #include "tools/perf/backend.cuh"
 #include "tools/perf/harness.cuh"
 #if PERF_NCCL_COLL
-#include <nccl.h>
+#include "tools/perf/nccl_comm.h"
 #endif
 
 namespace perf {
 
 #if PERF_NCCL_COLL
-// NCCL over every rank, or nullptr (said why) where two ranks share a GPU (by PCI bus id):
-// NCCL refuses two ranks on one GPU.
-inline ncclComm_t nccl_comm() {
-  char bus[32] = {0};
-  int dev = 0;
-  PERF_CUDA(cudaGetDevice(&dev));
-  PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
-  std::vector<char> all(size_t(mpi_size()) * sizeof bus);
-  MPI_Allgather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
-  std::set<std::string> gpus;
-  for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
-  if (gpus.size() < size_t(mpi_size())) {
-    if (mpi_rank() == 0)
-      std::printf("# NCCL rows left out: ranks share a GPU (NCCL refuses two ranks on one GPU)\n");
-    return nullptr;
-  }
-  ncclUniqueId id;
-  if (mpi_rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  ncclComm_t comm = nullptr;
-  if (ncclCommInitRank(&comm, mpi_size(), id, mpi_rank()) != ncclSuccess)
-    die("ncclCommInitRank failed");
-  return comm;
-}
-
 // NCCL's twin of Runtime::coll (the all-to-all: one send and one receive per rank, grouped).
 inline void nccl_coll(Coll c, void* dst, const void* src, size_t bytes, ncclComm_t comm,
                       cudaStream_t s) {
@@ -173,7 +147,7 @@ inline int test_coll(const Options& opt, Report& report, int) {
          Runtime::coll(c, dst, src, bytes, sms, opt.algo, stream);
        }}};
 #if PERF_NCCL_COLL
-  const ncclComm_t comm = nccl_comm();
+  const ncclComm_t comm = nccl_world_comm("coll");
   if (comm)
     impls.push_back(
         {"nccl", [&](Coll c, size_t bytes, int) { nccl_coll(c, dst, src, bytes, comm, stream); }});

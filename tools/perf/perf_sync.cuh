@@ -12,6 +12,15 @@
 
 namespace perf {
 
+// Repetition r of a ping-pong waits on flag slot r % kPingFlagSlots (docs/perf-method.md,
+// "Do two runs agree?"); the stride is no power of two, so slots differ in many address bits.
+constexpr int kPingFlagSlots = 16;
+constexpr size_t kPingFlagStride = 4096 + 256;
+constexpr size_t kPingFlagBytes = kPingFlagSlots * kPingFlagStride;
+inline uint64_t* ping_flag(uint64_t* flags, int rep) {
+  return flags + size_t(rep % kPingFlagSlots) * (kPingFlagStride / sizeof(uint64_t));
+}
+
 // Runtime::launch with the kernel's arguments by value.
 template <class... Args>
 void launch_with(const void* kernel, int ctas, int threads, cudaStream_t s, bool grid_sync,

@@ -1,0 +1,50 @@
+// NCCL over every rank, for the benchmarks' NCCL rows (tmashmem-perf coll, bench_init_nccl):
+// one test of whether NCCL can run here and one way to make the communicator. Include only
+// where nccl.h is found (PERF_NCCL_COLL, PERF_NCCL_BOOTSTRAP).
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/perf/harness_cuda.cuh"
+
+namespace perf {
+
+// The communicator, or nullptr (rank 0 says why, naming `who`) where two ranks share a GPU
+// (by PCI bus id): NCCL up to 2.29 refuses that; 2.30 and later accept it with
+// NCCL_MULTI_RANK_GPU_ENABLE=1, which is honoured. COLLECTIVE.
+inline ncclComm_t nccl_world_comm(const char* who) {
+  char bus[32] = {0};
+  int dev = 0, version = 0;
+  PERF_CUDA(cudaGetDevice(&dev));
+  PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
+  std::vector<char> all(size_t(mpi_size()) * sizeof bus);
+  MPI_Allgather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
+  std::set<std::string> gpus;
+  for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
+  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  ncclGetVersion(&version);
+  if (gpus.size() < size_t(mpi_size()) && !(multi && std::atoi(multi) == 1)) {
+    if (mpi_rank() == 0)
+      std::printf(
+          "# %s: NCCL %d left out: ranks share a GPU (NCCL refuses two ranks on one GPU; "
+          "2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
+          who, version);
+    return nullptr;
+  }
+  ncclUniqueId id;
+  if (mpi_rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, mpi_size(), id, mpi_rank()) != ncclSuccess)
+    die("ncclCommInitRank failed");
+  if (mpi_rank() == 0) std::printf("# %s: NCCL %d over %d ranks\n", who, version, mpi_size());
+  return comm;
+}
+
+}  // namespace perf
