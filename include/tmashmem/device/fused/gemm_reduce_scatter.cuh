@@ -299,8 +299,10 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   static_assert(Cfg::kClusterM == 1, "the reduce-scatter GEMM runs without clusters");
   static_assert(Mode != ReduceScatterMode::fast || Cfg::kEpilogueOp == gemm::EpilogueOp::reduce_add,
                 "fast mode adds into the owners' shards");
-  const uint64_t epoch = fused_epoch(a.ws);
   const int me = ctx.my_pe, n_pes = ctx.n_pes;
+  // One PE has no permit to give or wait for and no peer to finish with: its epoch is never
+  // read (the hooks use it only with peers), and stream order completes the call.
+  const uint64_t epoch = n_pes > 1 ? fused_epoch(a.ws) : 0;
   if (Mode == ReduceScatterMode::fast && n_pes > 1) {
     rs_zero_shard(a);
     detail::fence_proxy_async_global();  // the zeros, before peers' TMA adds
@@ -328,6 +330,10 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   hooks.epoch = epoch;
   gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, &maps.map[0], a.gemm,
                       static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), hooks);
+  // One PE: the shard is this kernel's stores alone (gemm_cta waited for them), complete when
+  // the kernel is; no finishing count, which would delay the kernel's last CTA by a chain of
+  // fences and an atomic round trip.
+  if (n_pes == 1) return;
   // The epilogue's TMA writes are complete (gemm_cta waited for them): order them before the
   // generic releases that follow.
   detail::fence_proxy_async_global();
