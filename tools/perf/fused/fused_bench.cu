@@ -6,6 +6,8 @@
 // FUSED_BENCH_BATCH=N: each timing covers N launches back to back (time per launch).
 // FUSED_BENCH_ROUNDS set: a line per round and variant, "round,<unix time>,<title>,<round>,
 // <variant>,<ms of PE 0>,<ms of PE 1>,..." (round 0 and 1 are the warm-up).
+// FUSED_BENCH_FLUSH set: 256 MiB written before each timing, so that no variant finds in L2
+// the operands the one before it left there (fused_timing.h).
 // shapes: how many of each list; M N K triples replace the all-gather list and skip the
 // reduce-scatter section (the copier sweep over other shapes); after `rs` they replace the
 // reduce-scatter list (M x N x K_local) and skip the all-gather section.
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include "fused_example.h"
+#include "fused_timing.h"
 #include "gemm_reference.cuh"
 #include "nccl_loader.h"
 #include "tmashmem/device/ctx.cuh"
@@ -52,17 +55,15 @@
 
 namespace {
 
+using fused_bench::switches;
+using fused_bench::time_and_print;
+using fused_bench::Variant;
+
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;
 
 struct Shape {
   int m, n, k;  // m: rows of the gathered A or of C (all PEs); reduce-scatter: k per PE
-};
-
-struct Variant {
-  std::string name;
-  std::function<void()> run;
-  std::vector<float> ms;
 };
 
 __global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsigned long long* d) {
@@ -71,82 +72,6 @@ __global__ void count_diff(const uint16_t* a, const uint16_t* b, size_t n, unsig
        i += size_t(gridDim.x) * blockDim.x)
     mine += a[i] != b[i];
   if (mine) atomicAdd(d, mine);
-}
-
-// The FUSED_BENCH_* switches of the header, read from the environment once.
-struct Switches {
-  bool keep_a = true;   // FUSED_BENCH_A not 0: the copier sweep returns the gathered A
-  int batch = 1;        // FUSED_BENCH_BATCH: launches per timing
-  bool rounds = false;  // FUSED_BENCH_ROUNDS set: print every round
-};
-
-const Switches& switches() {
-  static const Switches sw = [] {
-    Switches w;
-    const char* a = std::getenv("FUSED_BENCH_A");
-    w.keep_a = a == nullptr || std::strcmp(a, "0") != 0;
-    const char* b = std::getenv("FUSED_BENCH_BATCH");
-    w.batch = b && std::atoi(b) > 0 ? std::atoi(b) : 1;
-    w.rounds = std::getenv("FUSED_BENCH_ROUNDS") != nullptr;
-    return w;
-  }();
-  return sw;
-}
-
-// `reps` rounds (after 2 warm-up rounds), each launching every variant once: a host barrier,
-// then one launch timed with CUDA events on every PE; a round's time is the slowest PE's. PE 0
-// prints per variant the median and best over rounds, TFLOP/s of the job (`flop` in all), the
-// ratio to "gemm only", and the same as a line "csv,<title>,<PEs>,<median ms>,<ratio>,<variant>".
-void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_t stream, double flop,
-                    const char* title) {
-  // With a batch, the host's launch of all but the first overlaps the GPU's work; the time is
-  // per launch.
-  const int batch = switches().batch;
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  for (int r = 0; r < reps + 2; ++r)
-    for (Variant& v : variants) {
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      CHECK_TM(tmashmem_barrier_all());
-      CHECK_CUDA(cudaEventRecord(e0, stream));
-      for (int b = 0; b < batch; ++b) v.run();
-      CHECK_CUDA(cudaEventRecord(e1, stream));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float t = 0, worst = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
-      t /= float(batch);
-      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-      if (switches().rounds) {
-        std::vector<float> all(static_cast<size_t>(tmashmem_n_pes()));
-        MPI_Gather(&t, 1, MPI_FLOAT, all.data(), 1, MPI_FLOAT, 0, MPI_COMM_WORLD);
-        if (tmashmem_my_pe() == 0) {
-          const double now =
-              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-          std::printf("round,%.4f,%s,%d,%s", now, title, r, v.name.c_str());
-          for (float x : all) std::printf(",%.4f", x);
-          std::printf("\n");
-        }
-      }
-      if (r >= 2) v.ms.push_back(worst);
-    }
-  cudaEventDestroy(e0), cudaEventDestroy(e1);
-  if (tmashmem_my_pe() != 0) return;
-  double gemm_med = 0;
-  for (Variant& v : variants) {
-    std::sort(v.ms.begin(), v.ms.end());
-    if (v.name == "gemm only") gemm_med = v.ms[v.ms.size() / 2];
-  }
-  std::printf("  %-26s %9s %9s %9s %8s\n", "variant", "med ms", "best ms", "job TF/s", "vs gemm");
-  for (const Variant& v : variants) {
-    const double med = v.ms[v.ms.size() / 2];
-    std::printf("  %-26s %9.3f %9.3f %9.1f %8.3f\n", v.name.c_str(), med, v.ms.front(),
-                flop / med / 1e9, gemm_med / med);
-  }
-  for (const Variant& v : variants)
-    std::printf("csv,%s,%d,%.4f,%.4f,%s\n", title, tmashmem_n_pes(), v.ms[v.ms.size() / 2],
-                gemm_med / v.ms[v.ms.size() / 2], v.name.c_str());
 }
 
 unsigned long long differences(const void* a, const void* b, size_t elems) {
@@ -422,9 +347,9 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
   if (ctx.my_pe == 0)
-    std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds; NCCL baseline: %s\n",
+    std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds%s; NCCL baseline: %s\n",
                 ctx.n_pes, distinct ? "distinct GPUs" : "one GPU", prop.name,
-                prop.multiProcessorCount, reps,
+                prop.multiProcessorCount, reps, switches().flush ? ", L2 flushed before each" : "",
                 !distinct ? "not run (PEs share a GPU; NCCL refuses that)"
                           : (comm ? "yes" : "not run (libnccl not found or init failed)"));
   std::vector<Shape> shapes = {
