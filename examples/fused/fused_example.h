@@ -69,7 +69,8 @@ inline std::vector<__nv_bfloat16> random_matrix(size_t count, uint64_t seed) {
 }
 
 /// Median of `reps` timed runs of `op` on `stream` (after 3 warm-up runs), every PE starting
-/// together (a host barrier first).
+/// together (a host barrier first); a run's time is the slowest PE's, the time the job waits
+/// for (PEs sharing one GPU can run their kernels one after another).
 template <class Op>
 float median_ms(cudaStream_t stream, int reps, Op op) {
   cudaEvent_t start, stop;
@@ -85,6 +86,7 @@ float median_ms(cudaStream_t stream, int reps, Op op) {
     CHECK_CUDA(cudaEventSynchronize(stop));
     float t = 0;
     CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
     if (i >= 3) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
