@@ -330,14 +330,14 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   hooks.epoch = epoch;
   gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, &maps.map[0], a.gemm,
                       static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), hooks);
-  // One PE: the shard is this kernel's stores alone (gemm_cta waited for them), complete when
-  // the kernel is; no finishing count, which would delay the kernel's last CTA by a chain of
-  // fences and an atomic round trip.
-  if (n_pes == 1) return;
   // The epilogue's TMA writes are complete (gemm_cta waited for them): order them before the
-  // generic releases that follow.
+  // generic releases that follow. The barrier also lets a user's kernel reuse the shared memory
+  // after this call.
   detail::fence_proxy_async_global();
   __syncthreads();
+  // One PE: the shard is this kernel's stores alone, complete when the kernel is; no finishing
+  // count, which would end the kernel's last CTA on a chain of fences and an atomic round trip.
+  if (n_pes == 1) return;
   // A consumer thread finishes: the producer warpgroup runs on kProducerRegs registers.
   if (threadIdx.x == kFinishThread)
     fused_finish(a.ws, epoch, [&] {

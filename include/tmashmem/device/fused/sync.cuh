@@ -5,7 +5,9 @@
 //
 // Layout (word offsets; FusedWords names them):
 //   0            epoch: calls of this kind completed on this PE (the kernel of call e, counting
-//                from 1, reads e - 1 here and writes e when its last CTA finishes)
+//                from 1, reads e - 1 here and writes e when its last CTA finishes; the
+//                reduce-scatter with one PE, which has no peer to wait for, neither reads nor
+//                writes it)
 //   1            CTAs of the current call that have finished (reset by the last one)
 //   8 + p        permit[p]: PE p's epoch when it allowed this call's traffic (written by p):
 //                all-gather: p's shard is ready to be read; reduce-scatter: p's output
