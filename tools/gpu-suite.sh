@@ -107,7 +107,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ] || [ "$WHAT" = init ]; then
         -x TMASHMEM_MULTICAST -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
         "$BUILD_DIR/tools/perf/$prog" 10 $((1 << 30)) >"$RESULTS/$prog.np$np.log" 2>&1
       grep -E "^(tmashmem|nvshmem)(-[a-z]+)?," "$RESULTS/$prog.np$np.log" >>"$RESULTS/init.csv"
-      grep -E "FAILED|rror|skipped|NCCL [0-9]" "$RESULTS/$prog.np$np.log" | head -3
+      grep -E "FAILED|rror|left out|NCCL [0-9]" "$RESULTS/$prog.np$np.log" | head -3
     done
   done
   # The same start-up over the unique-id bootstrap (mpirun only starts the processes; the

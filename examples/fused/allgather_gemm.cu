@@ -10,8 +10,8 @@
 //   GEMM     the GEMM alone on an already gathered A (no communication).
 // The fused C and gathered A must equal the unfused ones bit for bit (the same GEMM engine
 // and tile shape, so the same sums in the same order), and a sample of C is checked against
-// a double-precision host reference. PE 0 prints the times (median of 20, every PE running
-// at once) and TFLOP/s.
+// a double-precision host reference. PE 0 prints the times (every PE running at once; the
+// median of 20 runs, each the slowest PE's time) and the job's rate (every PE's GEMM).
 //
 // Run:   mpirun -np 2 ./allgather_gemm [m_shard N K]   (PEs may share a GPU: start MPS)
 // Prints "allgather_gemm: N PEs, ... OK" or what went wrong; exits 2 without a CUDA device.

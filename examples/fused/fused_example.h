@@ -68,9 +68,26 @@ inline std::vector<__nv_bfloat16> random_matrix(size_t count, uint64_t seed) {
   return v;
 }
 
-/// Median of `reps` timed runs of `op` on `stream` (after 3 warm-up runs), every PE starting
-/// together (a host barrier first); a run's time is the slowest PE's, the time the job waits
-/// for (PEs sharing one GPU can run their kernels one after another).
+/// One run of `op` on `stream` by every PE at once (a host barrier first), timed with the two
+/// events on every PE: returns the slowest PE's milliseconds, the time the job waits for (PEs
+/// sharing one GPU can run their kernels one after another); *mine: this PE's. COLLECTIVE.
+template <class Op>
+float timed_run_ms(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Op op,
+                   float* mine = nullptr) {
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_TM(tmashmem_barrier_all());
+  CHECK_CUDA(cudaEventRecord(start, stream));
+  op();
+  CHECK_CUDA(cudaEventRecord(stop, stream));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float t = 0, slowest = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+  MPI_Allreduce(&t, &slowest, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  if (mine != nullptr) *mine = t;
+  return slowest;
+}
+
+/// Median of `reps` timed runs of `op` (timed_run_ms) after 3 warm-up runs. COLLECTIVE.
 template <class Op>
 float median_ms(cudaStream_t stream, int reps, Op op) {
   cudaEvent_t start, stop;
@@ -78,15 +95,7 @@ float median_ms(cudaStream_t stream, int reps, Op op) {
   CHECK_CUDA(cudaEventCreate(&stop));
   std::vector<float> ms;
   for (int i = 0; i < reps + 3; ++i) {
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_TM(tmashmem_barrier_all());
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    op();
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    const float t = timed_run_ms(stream, start, stop, op);
     if (i >= 3) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());

@@ -167,8 +167,8 @@ int main(int argc, char** argv) {
     const double flop = 2.0 * double(m) * n * k * n_pes;
     std::printf("gemm_reduce_scatter: C [%lld x %lld] = sum of %d products of K %lld each\n",
                 (long long)m, (long long)n, n_pes, (long long)k);
-    std::printf("  fast           %8.3f ms %8.1f TFLOP/s\n", ms_mode[0], flop / ms_mode[0] / 1e9);
-    std::printf("  deterministic  %8.3f ms %8.1f TFLOP/s\n", ms_mode[1], flop / ms_mode[1] / 1e9);
+    std::printf("  fast           %8.3f ms %8.1f job TF/s\n", ms_mode[0], flop / ms_mode[0] / 1e9);
+    std::printf("  deterministic  %8.3f ms %8.1f job TF/s\n", ms_mode[1], flop / ms_mode[1] / 1e9);
     std::printf("gemm_reduce_scatter: %d PEs, %zu bytes per shard, %s\n", n_pes, size_t(ms) * n * 2,
                 all ? "OK" : "FAILED");
   }

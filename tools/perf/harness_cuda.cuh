@@ -2,8 +2,7 @@
 // watchdog waits, data patterns and their on-device checks, shares of a buffer, the plain
 // copy kernel (the bandwidth rows' reference), timing (events with a stream hold, in-kernel
 // stamps) and the machine (copy-engine ceilings, PlacementShift, device choice). The why of
-// flag slots and PlacementShift: docs/perf-method.md; of the hold: docs/performance.md,
-// "Copy-engine rows".
+// PlacementShift: docs/perf-method.md; of the hold: docs/performance.md, "Copy-engine rows".
 #pragma once
 
 #include <cuda_runtime.h>

@@ -43,8 +43,9 @@ inline bool parse_size(const char* text, size_t* out) {
   const double mult = u ? double(size_t(1) << (10 * (u - "kmg" + 1))) : 1.0;
   end += u != nullptr;
   end += *end == 'B' || *end == 'b';
+  if (*end != '\0') return false;
   *out = static_cast<size_t>(v * mult);
-  return *end == '\0';
+  return true;
 }
 
 inline std::vector<std::string> split(const std::string& s, char sep) {

@@ -17,7 +17,8 @@ namespace perf {
 
 // The communicator, or nullptr (rank 0 says why, naming `who`) where two ranks share a GPU
 // (by PCI bus id): NCCL up to 2.29 refuses that; 2.30 and later accept it with
-// NCCL_MULTI_RANK_GPU_ENABLE=1, which is honoured. COLLECTIVE.
+// NCCL_MULTI_RANK_GPU_ENABLE=1, which is honoured there. Rank 0 decides for every rank (one
+// environment, one answer). COLLECTIVE.
 inline ncclComm_t nccl_world_comm(const char* who) {
   char bus[32] = {0};
   int dev = 0, version = 0;
@@ -25,18 +26,22 @@ inline ncclComm_t nccl_world_comm(const char* who) {
   PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
   std::vector<char> all(size_t(mpi_size()) * sizeof bus);
   MPI_Allgather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
-  std::set<std::string> gpus;
-  for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
-  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   ncclGetVersion(&version);
-  if (gpus.size() < size_t(mpi_size()) && !(multi && std::atoi(multi) == 1)) {
-    if (mpi_rank() == 0)
+  int use = 0;
+  if (mpi_rank() == 0) {
+    std::set<std::string> gpus;
+    for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
+    const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+    use = gpus.size() == size_t(mpi_size()) ||
+          (version >= 23000 && multi != nullptr && std::atoi(multi) == 1);
+    if (!use)
       std::printf(
           "# %s: NCCL %d left out: ranks share a GPU (NCCL refuses two ranks on one GPU; "
           "2.30 and later accept NCCL_MULTI_RANK_GPU_ENABLE=1)\n",
           who, version);
-    return nullptr;
   }
+  MPI_Bcast(&use, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!use) return nullptr;
   ncclUniqueId id;
   if (mpi_rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) die("ncclGetUniqueId failed");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);

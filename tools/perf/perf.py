@@ -13,7 +13,8 @@ compare: RESULTS is a folder (its perf_*.csv) or comma-separated CSV files or qu
 other columns are passed over). Per shared row: is B's median in A's spread, do the spreads overlap,
 is B slower beyond A's spread; then the same relative to each run's plain SM copy. With RESULTS_C
 also A vs C, B vs C and the rows slower in both B and C. Exits 0: the verdict is in the text.
-plot: into DIR the figures of docs/performance.md (medians, min..max error bars) and summary.txt:
+plot: into DIR the figures of docs/performance.md and mcast_np<N>.png (medians, min..max error
+bars; a figure of one panel is one column wide) and summary.txt:
 tmashmem beside NVSHMEM wherever both measured a row, and the failed destination checks.
 """
 import argparse

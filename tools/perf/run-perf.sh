@@ -98,7 +98,7 @@ if [ "$SET" = quick ]; then
   sm_sweep=32,64,96
 fi
 # Repetitions: ping-pong 16 = every flag slot; bandwidth and the tile message rate 8 = every
-# buffer slot twice (tools/perf/harness.cuh: buffer slots; harness_cuda.cuh: flag slots).
+# buffer slot twice (tools/perf/harness.cuh: buffer slots; perf_sync.cuh: flag slots).
 sizes=(-b 16K -e 256M -f 4 -s 16,all -r 8)
 has pingpong && launches pingpong.np2 2 "$both" pingpong -b 8 -e 1M -f 8 -r 16
 for np in 1 2 4; do has barrier && launches "barrier.np$np" "$np" "$both" barrier -r 5; done

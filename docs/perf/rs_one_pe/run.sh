@@ -1,5 +1,7 @@
 #!/bin/bash
 # Device call 2: the one-PE reduce-scatter tail (A: HEAD in .carry-p/old, B: working tree).
+# A ("old") was `git archive` of 10115d0 unpacked into .carry-p/old (an ignored folder carried to
+# the device machine); B ("new") the working tree, 10115d0 plus the one-PE change (2d0ff95).
 set -u
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

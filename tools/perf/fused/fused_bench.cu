@@ -6,8 +6,8 @@
 // FUSED_BENCH_BATCH=N: each timing covers N launches back to back (time per launch).
 // FUSED_BENCH_ROUNDS set: a line per round and variant, "round,<unix time>,<title>,<round>,
 // <variant>,<ms of PE 0>,<ms of PE 1>,..." (round 0 and 1 are the warm-up).
-// FUSED_BENCH_FLUSH set: 256 MiB written before each timing, so that no variant finds in L2
-// the operands the one before it left there (fused_timing.h).
+// FUSED_BENCH_FLUSH set (not 0): 256 MiB written before each timing, so that no variant finds
+// in L2 the operands the one before it left there (fused_timing.h).
 // shapes: how many of each list; M N K triples replace the all-gather list and skip the
 // reduce-scatter section (the copier sweep over other shapes); after `rs` they replace the
 // reduce-scatter list (M x N x K_local) and skip the all-gather section.
@@ -33,13 +33,10 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fused_example.h"  // CHECK_CUDA, CHECK_TM
+#include "fused_example.h"  // CHECK_CUDA, CHECK_TM, timed_run_ms
 #include "tmashmem/tmashmem.h"
 
 namespace fused_bench {
@@ -30,7 +30,7 @@ struct Switches {
   bool keep_a = true;   // FUSED_BENCH_A not 0: the copier sweep returns the gathered A
   int batch = 1;        // FUSED_BENCH_BATCH: launches per timing
   bool rounds = false;  // FUSED_BENCH_ROUNDS set: print every round
-  bool flush = false;   // FUSED_BENCH_FLUSH set: L2 written over before every timing
+  bool flush = false;   // FUSED_BENCH_FLUSH set, not 0: L2 written over before every timing
 };
 
 inline const Switches& switches() {
@@ -41,7 +41,8 @@ inline const Switches& switches() {
     const char* b = std::getenv("FUSED_BENCH_BATCH");
     w.batch = b && std::atoi(b) > 0 ? std::atoi(b) : 1;
     w.rounds = std::getenv("FUSED_BENCH_ROUNDS") != nullptr;
-    w.flush = std::getenv("FUSED_BENCH_FLUSH") != nullptr;
+    const char* f = std::getenv("FUSED_BENCH_FLUSH");
+    w.flush = f != nullptr && *f != '\0' && std::strcmp(f, "0") != 0;
     return w;
   }();
   return sw;
@@ -56,9 +57,10 @@ inline void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_
   // With a batch, the host's launch of all but the first overlaps the GPU's work; the time is
   // per launch.
   const int batch = switches().batch;
-  // With the flush, each timing starts from an L2 holding none of its operands (50 MB of L2
-  // hold, for example, a whole A of 4096 x 4096 that the variant before read): every variant
-  // then reads its operands from HBM, whatever ran before it.
+  // With the flush, each timing (of `batch` launches) starts from an L2 holding none of its
+  // operands (50 MB of L2 hold, for example, a whole A of 4096 x 4096 that the variant before
+  // read): every variant then reads its operands from HBM, whatever ran before it. The L2 is
+  // left full of the scratch's dirty lines, whose write-back every variant pays alike.
   const size_t flush_bytes = switches().flush ? size_t(256) << 20 : 0;
   void* flush = nullptr;
   if (flush_bytes) CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
@@ -68,16 +70,12 @@ inline void time_and_print(std::vector<Variant>& variants, int reps, cudaStream_
   for (int r = 0; r < reps + 2; ++r)
     for (Variant& v : variants) {
       if (flush) CHECK_CUDA(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      CHECK_TM(tmashmem_barrier_all());
-      CHECK_CUDA(cudaEventRecord(e0, stream));
-      for (int b = 0; b < batch; ++b) v.run();
-      CHECK_CUDA(cudaEventRecord(e1, stream));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float t = 0, worst = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
+      auto launches = [&] {
+        for (int b = 0; b < batch; ++b) v.run();
+      };
+      float t = 0;  // this PE's, per launch
+      const float worst = fused_example::timed_run_ms(stream, e0, e1, launches, &t) / float(batch);
       t /= float(batch);
-      MPI_Allreduce(&t, &worst, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
       if (switches().rounds) {
         std::vector<float> all(static_cast<size_t>(tmashmem_n_pes()));
         MPI_Gather(&t, 1, MPI_FLOAT, all.data(), 1, MPI_FLOAT, 0, MPI_COMM_WORLD);
