@@ -331,7 +331,7 @@ class PlacementShift {
   PlacementShift& operator=(const PlacementShift&) = delete;
   void print() const {
     unsigned long long mine = pages_;
-    std::vector<unsigned long long> all(static_cast<size_t>(mpi_size()));
+    std::vector<unsigned long long> all(mpi_rank() == 0 ? static_cast<size_t>(mpi_size()) : 0);
     MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
                MPI_COMM_WORLD);
     if (mpi_rank() != 0) return;

@@ -274,6 +274,7 @@ class Report {
     std::fflush(stdout);
     failures_ += r.check != "ok" && r.check != "n/a";
     if (opt_.csv.empty()) return;
+    const std::string& runtime = r.runtime.empty() ? runtime_ : r.runtime;
     FILE* f = std::fopen(opt_.csv.c_str(), "a");
     if (!f) {
       std::fprintf(stderr, "perf: cannot append to %s: %s\n", opt_.csv.c_str(),
@@ -291,11 +292,11 @@ class Report {
     std::fprintf(f,
                  "%s,%s,%s,%d,%d,%d,%zu,%ld,%d,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.4f,%s,%.3f,%.4f,"
                  "%.3f,%.3f,%.0f,%s,",
-                 (r.runtime.empty() ? runtime_ : r.runtime).c_str(), r.test.c_str(), r.op.c_str(),
-                 r.pes, r.sms, r.threads, r.bytes, r.iters, r.reps, r.time_us.min, t, r.time_us.max,
-                 r.gbps(r.time_us.max), g, r.gbps(r.time_us.min), mops, r.ref_op.c_str(),
-                 r.ref_gbps, ratio, d2d_gbps, peer_gbps,
-                 double(r.bytes) * r.messages_per_iter * double(r.iters), r.check.c_str());
+                 runtime.c_str(), r.test.c_str(), r.op.c_str(), r.pes, r.sms, r.threads, r.bytes,
+                 r.iters, r.reps, r.time_us.min, t, r.time_us.max, r.gbps(r.time_us.max), g,
+                 r.gbps(r.time_us.min), mops, r.ref_op.c_str(), r.ref_gbps, ratio, d2d_gbps,
+                 peer_gbps, double(r.bytes) * r.messages_per_iter * double(r.iters),
+                 r.check.c_str());
     // Every repetition's time, ';'-separated, so that launches can be pooled (perf.py).
     for (size_t i = 0; i < r.samples_us.size(); ++i)
       std::fprintf(f, "%s%.4f", i ? ";" : "", r.samples_us[i]);

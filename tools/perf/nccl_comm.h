@@ -24,8 +24,8 @@ inline ncclComm_t nccl_world_comm(const char* who) {
   int dev = 0, version = 0;
   PERF_CUDA(cudaGetDevice(&dev));
   PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
-  std::vector<char> all(size_t(mpi_size()) * sizeof bus);
-  MPI_Allgather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<char> all(mpi_rank() == 0 ? size_t(mpi_size()) * sizeof bus : 0);
+  MPI_Gather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, 0, MPI_COMM_WORLD);
   ncclGetVersion(&version);
   int use = 0;
   if (mpi_rank() == 0) {
