@@ -127,21 +127,31 @@ __device__ __forceinline__ bool warp_may_copy(unsigned rank, size_t n) {
 
 // copy_bytes for a whole block (same arguments). When both ends are 16-byte aligned and
 // no thread has more than four units (block puts and gets up to 64 KiB per 1024-thread
-// block), one unit per step with 32-bit indices: the shortest setup, and faster there than
-// four loads in flight (docs/runs.md, "Sixth session"; measured for puts, gets not
-// separately). Larger copies keep copy_units' four loads in flight. The 32-bit index is
-// safe because a block has at most 1024 threads: units <= 4096.
+// block), 32-bit indices and the fewest instructions and branches per call, because at
+// these sizes a block put's time is its path from the call to the stores (docs/runs.md,
+// "Twelfth session", where each shape below won its A/B):
+// - fewer units than threads (idle warps left at the warp test, the rest one unit each):
+//   one load, its index clamped so that no branch stands before it, one store;
+// - at least one unit per thread (every warp busy, issue slots count): one unit per step.
+// Larger or unaligned copies go through copy_bytes. The 32-bit index is safe because a
+// block has at most 1024 threads: units <= 4096.
 __device__ __forceinline__ void block_copy_bytes(char* dst, const char* src, size_t n,
                                                  unsigned rank, unsigned count) {
-  const size_t units = n >> 4;
-  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15u) == 0 &&
-      units <= 4 * size_t(count)) {
-    uint4* d = reinterpret_cast<uint4*>(dst);
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    for (unsigned i = rank; i < static_cast<unsigned>(units); i += count) d[i] = s[i];
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | n) & 15u) != 0 ||
+      (n >> 4) > 4 * size_t(count)) {
+    copy_bytes(dst, src, n, rank, count);
     return;
   }
-  copy_bytes(dst, src, n, rank, count);
+  const unsigned units = static_cast<unsigned>(n >> 4);
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  if (units >= count) {
+    for (unsigned i = rank; i < units; i += count) d[i] = s[i];
+    return;
+  }
+  if (units == 0) return;  // unit 0 below must exist
+  const uint4 v = s[rank < units ? rank : 0];
+  if (rank < units) d[rank] = v;
 }
 
 }  // namespace detail

@@ -77,10 +77,15 @@ __host__ __device__ __forceinline__ bool in_heap(const Ctx& ctx, const void* p, 
 /// check it in the calls that move data). ptr(ctx, p, my_pe(ctx)) == p.
 template <class T>
 __host__ __device__ __forceinline__ T* ptr(const Ctx& ctx, T* p, int pe) {
-  if (!is_reachable(ctx, pe)) return nullptr;
   const int64_t delta =
       static_cast<int64_t>(pe - ctx.my_pe) * static_cast<int64_t>(ctx.peer_stride);
-  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) + static_cast<uint64_t>(delta));
+  const uintptr_t peer = reinterpret_cast<uintptr_t>(p) + static_cast<uint64_t>(delta);
+  // Masked, not branched: the address and the test have no branch between them and the
+  // caller's next instructions, so the compiler may hoist both out of a caller's loop and
+  // schedule independent loads before them (a block put's loads issue while its peer
+  // address is computed; docs/runs.md, "Twelfth session").
+  const uint64_t keep = uint64_t(0) - uint64_t(is_reachable(ctx, pe));
+  return reinterpret_cast<T*>(peer & keep);
 }
 
 namespace detail {
