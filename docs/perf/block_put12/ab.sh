@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ab.sh "name=srcdir ..." PASSES CMD...   builds tmashmem-perf (+EXTRA_TARGETS) per variant into /tmp/b_<name>,
-# then runs CMD (with @B@ replaced by the build dir, @N@ by name_pass) alternating, PASSES times.
+# (each srcdir: `git archive 3f0f13d` with the variant's ctx.cuh and copy_loop.cuh copied in; A is
+# 3f0f13d itself, F is 0ab477c's headers), then runs CMD (with @B@ replaced by the build dir, @N@ by name_pass) alternating, PASSES times.
 set -u
 R=$(pwd); VARS=$1; PASSES=$2; shift 2
 mkdir -p $OUT/r
