@@ -329,6 +329,48 @@ __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_
   for (uint32_t g = 0; g < kTileGroups; ++g) bars[g].inval();
 }
 
+// Tile put from shared memory, the op alone: the CTA's `rows / box[1]` tiles (from row
+// `row0`) are got from this PE's `src` once, then put into the same rows of `dst` on `pe`
+// `iters` laps over, at most kResidentInFlight puts in flight. What an epilogue does with
+// tiles it made in shared memory; tile_copy_kernel's rows add a get per put, and the two share
+// the SM's TMA unit. One thread per CTA, tile_smem_bytes(box_bytes, n) of shared memory for
+// the CTA's n tiles (resident_tiles_fit). *error = 1 if the first gets did not complete.
+constexpr int kResidentInFlight = 16;
+__global__ void tile_resident_put_kernel(const __grid_constant__ tmashmem_tensor_handle_t src,
+                                         const __grid_constant__ tmashmem_tensor_handle_t dst,
+                                         int pe, uint32_t row0, uint32_t rows, long iters,
+                                         uint64_t timeout_ns, int* error) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  unsigned char* tiles = align128(smem_raw);
+  const uint32_t box_bytes = src.box_bytes, box_rows = src.box[1];
+  const Range mine = share(rows / box_rows, blockIdx.x, gridDim.x, 1);
+  const uint32_t n = static_cast<uint32_t>(mine.end - mine.begin);
+  tmashmem::Mbarrier* bar = reinterpret_cast<tmashmem::Mbarrier*>(tiles + size_t(box_bytes) * n);
+  if (threadIdx.x != 0 || n == 0) return;
+  tmashmem::tma_acquire_tensor_maps(src);
+  tmashmem::tma_acquire_tensor_maps(dst);
+  bar->init(1);
+  auto at = [&](uint32_t t) {
+    return tmashmem::TileCoord(0,
+                               static_cast<int32_t>(row0 + (uint32_t(mine.begin) + t) * box_rows));
+  };
+  bar->arrive_expect_tx(n * box_bytes);
+  for (uint32_t t = 0; t < n; ++t)
+    tmashmem::tma_get_tile(tiles + size_t(t) * box_bytes, src, src.my_pe, at(t), *bar);
+  if (bar->wait(0, timeout_ns) != tmashmem::Status::Ok) {
+    *error = 1;
+    tmashmem::quiet();
+    return;
+  }
+  for (long it = 0; it < iters; ++it)
+    for (uint32_t t = 0; t < n; ++t) {
+      tmashmem::tma_put_tile(dst, pe, at(t), tiles + size_t(t) * box_bytes);
+      tmashmem::bulk_wait_group_read<kResidentInFlight>();
+    }
+  tmashmem::quiet();
+  bar->inval();
+}
+
 // Back-to-back tma_put_tile of one tile (box_bytes) from shared memory into `dst` on
 // `pe`: CTA c always writes tile c (rows row0 + c*box[1] ...), its shared tile loaded once
 // from `src` (this PE) at the same place, so the destination must equal the source.

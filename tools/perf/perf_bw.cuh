@@ -128,7 +128,7 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
   // (or --tile-rows), at the sizes that are whole tiles. One view pair per tile size.
   const uint32_t fixed_rows = static_cast<uint32_t>(opt.tile_rows);
   std::vector<uint32_t> tile_sizes;  // rows per tile that the views cover
-  if (opt.want("tile_put") || opt.want("tile_get")) {
+  if (opt.want("tile_put") || opt.want("tile_get") || opt.want("tile_resident_put")) {
     for (uint32_t r = 1; r <= kTileMaxRows; r *= 2)
       if (!fixed_rows || r == fixed_rows) tile_sizes.push_back(r);
     if (tile_sizes.empty())
@@ -166,11 +166,37 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
         PERF_LAUNCHED("tile_copy_kernel");
       };
     });
+    // The op alone, where the CTA's tiles fit in shared memory (kTileSmemBudget).
+    auto resident_smem = [=](size_t bytes, int ctas) {
+      const uint32_t r = tile_rows_for(bytes, ctas, fixed_rows);
+      const size_t per_cta = (bytes / (r * kTileRowBytes) + ctas - 1) / size_t(ctas);
+      return tile_smem_bytes(r * kTileRowBytes, static_cast<uint32_t>(per_cta));
+    };
+    set_smem(reinterpret_cast<const void*>(tile_resident_put_kernel), kTileSmemBudget + 256,
+             "tile resident put");
+    cases.push_back(bw_case(
+        "bw", "tile_resident_put", "smcopy_put", 1,
+        [=, &views](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
+          const uint32_t r = tile_rows_for(bytes, ctas, fixed_rows);
+          const size_t v =
+              2 * static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), r) -
+                                      tile_sizes.begin());
+          tile_resident_put_kernel<<<ctas, 1, resident_smem(bytes, ctas), s>>>(
+              views[v].handle, views[v + 1].handle, pe, static_cast<uint32_t>(o / kTileRowBytes),
+              static_cast<uint32_t>(bytes / kTileRowBytes), iters, timeout_ns, error);
+          PERF_LAUNCHED("tile_resident_put_kernel");
+        }));
+    use_destination(cases.back(), {peer_dst}, &seed);
+    const int fewest_ctas = *std::min_element(sms.begin(), sms.end());
     const size_t tile_min = size_t(fixed_rows ? fixed_rows : 1) * kTileRowBytes;
     for (Case& c : cases)
       if (c.op.rfind("tile_", 0) == 0) {
         check_error_word(c, error, opt.timeout_s);
         c.applies = [tile_min](size_t bytes) { return bytes % tile_min == 0; };
+        if (c.op == "tile_resident_put")
+          c.applies = [=](size_t bytes) {
+            return bytes % tile_min == 0 && resident_smem(bytes, fewest_ctas) <= kTileSmemBudget;
+          };
       }
     for (size_t s : sizes)
       if (s % tile_min && mpi_rank() == 0)

@@ -94,7 +94,7 @@ both="tmashmem nvshmem"
 # The quick set: the rows a change is first checked on, with their references, at 2 PEs.
 ops=() sm_sweep=1,2,4,8,16,32,64,96,all
 if [ "$SET" = quick ]; then
-  ops=(-o tile_put,tile_get,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get)
+  ops=(-o tile_put,tile_get,tile_resident_put,block_put,block_get,smcopy_put,smcopy_get,memcpy_put,memcpy_get)
   sm_sweep=32,64,96
 fi
 # Repetitions: ping-pong 16 = every flag slot; bandwidth and the tile message rate 8 = every
