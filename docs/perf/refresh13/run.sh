@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The thirteenth session's refresh of the collectives and multicast rows on main (one device
+# call): builds tmashmem-perf and perf_nvshmem (Release, sm_90a), then under MPS, two launches
+# each, CSVs and logs into $OUT/r: coll at 2 PEs (tmashmem enqueued and in one graph, NVSHMEM
+# enqueued), mcast at 2 and 4 PEs with 1 source and at 4 PEs with 4 sources.
+set -u
+R=$(pwd); B=/tmp/b_refresh; mkdir -p $OUT/r
+NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
+echo "NVSHMEM: $NV; main at $(git -C $R log -1 --format=%h 2>/dev/null)" >> $OUT/r/machine.txt
+cmake -S $R -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DTMASHMEM_WERROR=ON \
+  -DTMASHMEM_NVSHMEM_HOME=$NV > $OUT/r/cfg.log 2>&1 && ninja -C $B tmashmem-perf perf_nvshmem > $OUT/r/build.log 2>&1
+echo "build rc=$?"
+export LD_LIBRARY_PATH=$NV/lib:${LD_LIBRARY_PATH:-}
+export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export NVSHMEM_SYMMETRIC_SIZE=3G NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
+source tools/mps.sh; mps_start
+M="mpirun --oversubscribe --bind-to none"
+for v in LD_LIBRARY_PATH CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY TMASHMEM_MULTICAST NCCL_NVLS_ENABLE \
+  NVSHMEM_DISABLE_NVLS TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_SYMMETRIC_SIZE \
+  NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE NVSHMEM_DISABLE_NCCL; do M="$M -x $v"; done
+run() {  # run NAME NP PROGRAM ARGS...
+  local n=$1 np=$2 p=$3 s=$SECONDS; shift 3
+  timeout 150 $M -np $np $B/tools/perf/$p "$@" --csv $OUT/r/$n.csv > $OUT/r/$n.log 2>&1
+  echo "$n rc=$? $((SECONDS - s)) s"
+}
+C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
+S=(-b 64K -e 16M -f 4 -s 16,all -r 8)
+for l in 1 2; do
+  run coll_tm_l$l 2 tmashmem-perf "${C[@]}"
+  run coll_nv_l$l 2 perf_nvshmem "${C[@]}"
+  run coll_tmgraph_l$l 2 tmashmem-perf "${C[@]}" --graph 1
+  run mcast_np2_l$l 2 tmashmem-perf mcast "${S[@]}"
+  run mcast_np4_l$l 4 tmashmem-perf mcast "${S[@]}"
+  run mcast_src4_np4_l$l 4 tmashmem-perf mcast "${S[@]}" --sources 4
+done
+mps_stop
+cd $OUT && tar czf x.tgz r && rm -rf r
