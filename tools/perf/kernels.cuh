@@ -331,10 +331,11 @@ __global__ void tile_copy_kernel(const __grid_constant__ tmashmem_tensor_handle_
 
 // Tile put from shared memory, the op alone: the CTA's `rows / box[1]` tiles (from row
 // `row0`) are got from this PE's `src` once, then put into the same rows of `dst` on `pe`
-// `iters` laps over, at most kResidentInFlight puts in flight. What an epilogue does with
-// tiles it made in shared memory; tile_copy_kernel's rows add a get per put, and the two share
-// the SM's TMA unit. One thread per CTA, tile_smem_bytes(box_bytes, n) of shared memory for
-// the CTA's n tiles (resident_tiles_fit). *error = 1 if the first gets did not complete.
+// `iters` laps over, at most kResidentInFlight puts still reading shared memory. What an
+// epilogue does with tiles it made in shared memory; tile_copy_kernel's rows add a get per
+// put, and the two share the SM's TMA unit. One thread per CTA, tile_smem_bytes(box_bytes, n)
+// of shared memory for the CTA's n tiles (the bw test's `resident_smem`). *error = 1 if the
+// first gets did not complete.
 constexpr int kResidentInFlight = 16;
 __global__ void tile_resident_put_kernel(const __grid_constant__ tmashmem_tensor_handle_t src,
                                          const __grid_constant__ tmashmem_tensor_handle_t dst,
