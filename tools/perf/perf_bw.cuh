@@ -146,13 +146,16 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     set_smem(reinterpret_cast<const void*>(tile_copy_kernel<4>), smem[4], "tile copy");
     set_smem(reinterpret_cast<const void*>(tile_copy_kernel<8>), smem[8], "tile copy");
     const uint64_t timeout_ns = opt.timeout_ns();
+    // The source view of tiles of `r` rows in `views` (the destination's follows it).
+    auto view_of = [tile_sizes](uint32_t r) {
+      return 2 * static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), r) -
+                                     tile_sizes.begin());
+    };
     pair("tile", 1, [&](bool put, char*, const char*) -> Run {
       return [=, from = put ? me : pe, to = put ? pe : me](cudaStream_t s, int ctas, size_t bytes,
                                                            long iters, size_t o) {
         const uint32_t r = tile_rows_for(bytes, ctas, fixed_rows);
-        const size_t v =
-            2 * static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), r) -
-                                    tile_sizes.begin());
+        const size_t v = view_of(r);
         const uint32_t w = tile_group_width(r * kTileRowBytes);
         const size_t smem_bytes = tile_smem_bytes(r * kTileRowBytes, kTileGroups * w);
         const auto k = w == 8   ? tile_copy_kernel<8>
@@ -175,12 +178,9 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     set_smem(reinterpret_cast<const void*>(tile_resident_put_kernel), kTileSmemBudget + 256,
              "tile resident put");
     cases.push_back(bw_case(
-        "bw", "tile_resident_put", "smcopy_put", 1,
+        "bw", "tile_resident_put", "memcpy_put", 1,
         [=, &views](cudaStream_t s, int ctas, size_t bytes, long iters, size_t o) {
-          const uint32_t r = tile_rows_for(bytes, ctas, fixed_rows);
-          const size_t v =
-              2 * static_cast<size_t>(std::find(tile_sizes.begin(), tile_sizes.end(), r) -
-                                      tile_sizes.begin());
+          const size_t v = view_of(tile_rows_for(bytes, ctas, fixed_rows));
           tile_resident_put_kernel<<<ctas, 1, resident_smem(bytes, ctas), s>>>(
               views[v].handle, views[v + 1].handle, pe, static_cast<uint32_t>(o / kTileRowBytes),
               static_cast<uint32_t>(bytes / kTileRowBytes), iters, timeout_ns, error);
@@ -192,11 +192,11 @@ inline int test_bw(const Options& opt, Report& report, int device_sms) {
     for (Case& c : cases)
       if (c.op.rfind("tile_", 0) == 0) {
         check_error_word(c, error, opt.timeout_s);
-        c.applies = [tile_min](size_t bytes) { return bytes % tile_min == 0; };
-        if (c.op == "tile_resident_put")
-          c.applies = [=](size_t bytes) {
-            return bytes % tile_min == 0 && resident_smem(bytes, fewest_ctas) <= kTileSmemBudget;
-          };
+        const bool resident = c.op == "tile_resident_put";
+        c.applies = [=](size_t bytes) {
+          return bytes % tile_min == 0 &&
+                 (!resident || resident_smem(bytes, fewest_ctas) <= kTileSmemBudget);
+        };
       }
     for (size_t s : sizes)
       if (s % tile_min && mpi_rank() == 0)
