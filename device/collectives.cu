@@ -42,6 +42,26 @@ __device__ constexpr const char* kCallNames[] = {
     "tmashmem_allreduce_on_stream", "tmashmem_alltoall_on_stream",
     "tmashmem_alltoallv_on_stream", "tmashmem_broadcast_on_stream"};
 
+// The LL form of kind K (never alltoallv; all-reduce: one-shot only, as the host chose).
+template <CollKind K, tmashmem_dtype_t D, RedOp Op>
+__device__ __forceinline__ Status low_latency_step(const CollArgs& a, const CollLl& ll, int b,
+                                                   int parts, const char* what) {
+  if constexpr (K == CollKind::Allgather)
+    return allgather_ll_block(a.ctx, ll, b, a.dest, a.src, a.size, b, parts, a.timeout_ns, what);
+  else if constexpr (K == CollKind::Alltoall)
+    return alltoall_ll_block(a.ctx, ll, b, a.dest, a.src, a.size, b, parts, a.timeout_ns, what);
+  else if constexpr (K == CollKind::Broadcast)
+    return broadcast_ll_block(a.ctx, ll, b, a.dest, a.src, a.size, a.root, b, parts, a.timeout_ns,
+                              what);
+  else if constexpr (K == CollKind::ReduceScatter)
+    return coll_reduce_ll_block<D, Op>(a.ctx, ll, b, a.dest, a.src, a.size, a.size, b, parts,
+                                       a.timeout_ns, what);
+  else if constexpr (K == CollKind::Allreduce)
+    return coll_reduce_ll_block<D, Op>(a.ctx, ll, b, a.dest, a.src, a.size, 0, b, parts,
+                                       a.timeout_ns, what);
+  return Status::Unreachable;
+}
+
 // The one kernel of every collective: CTA b runs slot b on part b of gridDim.x. D and Op
 // matter to the reducing kinds only.
 template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
@@ -51,8 +71,11 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
   const CollState st = coll_pad_state(a.ctx);
   const CollMode mode = a.push ? CollMode::Push : CollMode::Pull;
   const CollStaging stg{static_cast<char*>(a.staging), a.staging_slot_bytes};
+  const CollLl ll = coll_ll_state(a.ll_state, a.ll_bytes, kCollPadSlots, a.ctx.n_pes);
   Status s = Status::Ok;
-  if constexpr (K == CollKind::Allgather)
+  if (K != CollKind::Alltoallv && a.low_latency)
+    s = low_latency_step<K, D, Op>(a, ll, b, parts, what);
+  else if constexpr (K == CollKind::Allgather)
     s = a.staged ? allgather_staged_block(a.ctx, st, b, stg, a.dest, a.src, a.size, b, parts,
                                           a.timeout_ns, what)
                  : allgather_block(a.ctx, st, b, a.dest, a.src, a.size, b, parts, mode, kHow,

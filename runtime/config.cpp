@@ -60,6 +60,10 @@ std::string Size::expected() {
   return "a size: write a positive number with an optional unit, e.g. 64M, 2G";
 }
 
+std::string SizeOrZero::expected() {
+  return "a size: write a number with an optional unit, e.g. 16K, or 0 for off";
+}
+
 bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }
 
 bool parse_int(const char* text, long min_value, long max_value, long* out) {

@@ -179,6 +179,7 @@ void teardown(Runtime& rt) {
   rt.channel.close();
   rt.signal_pad = nullptr;
   rt.coll_staging = nullptr;
+  rt.coll_low_latency = nullptr;
   if (rt.set_current) driver().cuCtxSetCurrent(nullptr);
   if (rt.retained_primary) driver().cuDevicePrimaryCtxRelease(rt.device);
   rt.set_current = rt.retained_primary = false;

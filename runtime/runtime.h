@@ -54,6 +54,8 @@ struct Runtime {
   // The on-stream collectives' staging region (runtime/collectives.cpp), allocated on the
   // heap by the first staged call (nullptr: not yet).
   void* coll_staging = nullptr;
+  // Their low-latency state (the same), allocated zeroed by the first LL call.
+  void* coll_low_latency = nullptr;
 
   int first_local_pe = 0;
   int n_local_pes = 1;

@@ -32,6 +32,16 @@ struct Size {
   static std::string format(const type& value) { return format_size(value); }
 };
 
+// A byte count with an optional binary unit, 0 included (a size limit whose 0 turns the
+// feature off).
+struct SizeOrZero {
+  using type = size_t;
+  static bool valid(const type&) { return true; }
+  static bool parse(const char* text, type* out) { return parse_size(text, out); }
+  static std::string expected();
+  static std::string format(const type& value) { return format_size(value); }
+};
+
 // A decimal integer in [Min, INT32_MAX].
 template <int Min>
 struct IntAtLeast {

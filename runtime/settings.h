@@ -36,5 +36,6 @@
   X(multicast, "TMASHMEM_MULTICAST", MulticastChoice, Scope::Job, "auto", "NVLink multicast over the heap: auto (used when every condition allows; docs/multicast.md), on (its absence is an init error), off") \
   X(stream_mem_ops, "TMASHMEM_STREAM_MEM_OPS", Switch, Scope::Pe, "on", "on: on-stream signal SET and EQ/GE/GT waits use CUDA stream memory operations where the device supports them; off (or 0): always the library's one-thread kernels") \
   X(coll_staged, "TMASHMEM_COLL_STAGED", CollStagedChoice, Scope::Job, "gather", "which on-stream collectives of at most 256 KiB per peer run in one handshake through the staging region (docs/collectives.md): gather (all-gather and all-to-all: measured fastest, docs/runs.md), all (also reduce-scatter, one-shot all-reduce, broadcast), off") \
+  X(coll_ll_bytes, "TMASHMEM_COLL_LL_BYTES", SizeOrZero, Scope::Job, "16K", "largest piece per peer that an on-stream collective (not alltoallv; all-reduce one-shot) sends in the low-latency form, data and flag in every 8-byte word, one pass and no handshake (docs/collectives.md); 0: never") \
   X(debug, "TMASHMEM_DEBUG", IntAtLeast0, Scope::Pe, "0", "0 quiet, 1 prints init decisions to stderr, 2 also traces heap growth")
 // clang-format on

@@ -6,7 +6,8 @@
 //  - the same sequence captured into a CUDA graph and replayed with a new seed each time
 //    (the seed is read from device memory when the graph runs);
 //  - a test kernel that computes, runs allgather_block, computes on the gathered slice,
-//    runs allreduce_block, and checks, on its own CollState, for several rounds.
+//    runs allreduce_block, and checks, on its own CollState (and in every third round the
+//    low-latency forms on its own CollLl), for several rounds.
 // Every error records the first bad (round, step, index, expected, seen) on the GPU; the
 // host prints it naming the PE.
 #include <string>
@@ -240,11 +241,13 @@ constexpr int kDeviceCtas = 4;
 constexpr uint32_t kScratch = 32 * 1024;  // four bulk issuers of 8 KiB (copy.cuh)
 
 // Per round: x = f(round, me) (this CTA's slice), all-gather of x, y = sum_q (q + 1) x_q + me
-// on this CTA's slice, all-reduce max of y, check. Alternates SM and bulk copies.
+// on this CTA's slice, all-reduce max of y, check. Rounds cycle through the direct forms
+// with SM copies, with bulk copies, and the low-latency forms (on `ll`).
 __global__ void compute_and_communicate(const __grid_constant__ tmashmem_ctx_t ctx,
-                                        tmashmem::CollState st, int32_t* x, int32_t* gathered,
-                                        int32_t* y, int32_t* z, size_t count, int rounds,
-                                        uint64_t base, uint64_t timeout_ns, Failure* f) {
+                                        tmashmem::CollState st, tmashmem::CollLl ll, int32_t* x,
+                                        int32_t* gathered, int32_t* y, int32_t* z, size_t count,
+                                        int rounds, uint64_t base, uint64_t timeout_ns,
+                                        Failure* f) {
   extern __shared__ uint8_t smem[];
   const tmashmem::CollScratch scratch{tmashmem::align_smem<16>(smem), kScratch};
   const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
@@ -252,12 +255,16 @@ __global__ void compute_and_communicate(const __grid_constant__ tmashmem_ctx_t c
   const tmashmem::CollSlice sl = tmashmem::coll_slice(count * 4, b, parts);
   const size_t lo = sl.offset / 4, hi = (sl.offset + sl.len) / 4;
   for (int r = 0; r < rounds; ++r) {
-    const tmashmem::CollCopy how = r % 2 ? tmashmem::CollCopy::Bulk : tmashmem::CollCopy::Sm;
+    const tmashmem::CollCopy how = r % 3 == 1 ? tmashmem::CollCopy::Bulk : tmashmem::CollCopy::Sm;
+    const bool low_latency = r % 3 == 2;
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
       x[i] = value_i(round_seed(base, uint64_t(r), me), i);
-    tmashmem::Status s = tmashmem::allgather_block(ctx, st, b, gathered, x, count * 4, b, parts,
-                                                   tmashmem::CollMode::Push, how, scratch,
-                                                   timeout_ns, "test allgather_block");
+    tmashmem::Status s =
+        low_latency ? tmashmem::allgather_ll_block(ctx, ll, b, gathered, x, count * 4, b, parts,
+                                                   timeout_ns, "test allgather_ll_block")
+                    : tmashmem::allgather_block(ctx, st, b, gathered, x, count * 4, b, parts,
+                                                tmashmem::CollMode::Push, how, scratch, timeout_ns,
+                                                "test allgather_block");
     if (s != tmashmem::Status::Ok) {
       if (threadIdx.x == 0) record(f, uint64_t(r), 3, ~0ull, 0, static_cast<uint64_t>(s));
       return;
@@ -272,9 +279,13 @@ __global__ void compute_and_communicate(const __grid_constant__ tmashmem_ctx_t c
       }
       y[i] = static_cast<int32_t>(acc);
     }
-    s = tmashmem::allreduce_block<TMASHMEM_DTYPE_I32, tmashmem::RedOp::Max>(
-        ctx, st, b, z, y, count, tmashmem::AllreduceAlgo::OneShot, b, parts, how, scratch,
-        timeout_ns, "test allreduce_block");
+    if (low_latency)
+      s = tmashmem::coll_reduce_ll_block<TMASHMEM_DTYPE_I32, tmashmem::RedOp::Max>(
+          ctx, ll, b, z, y, count, 0, b, parts, timeout_ns, "test allreduce LL block");
+    else
+      s = tmashmem::allreduce_block<TMASHMEM_DTYPE_I32, tmashmem::RedOp::Max>(
+          ctx, st, b, z, y, count, tmashmem::AllreduceAlgo::OneShot, b, parts, how, scratch,
+          timeout_ns, "test allreduce_block");
     if (s != tmashmem::Status::Ok) {
       if (threadIdx.x == 0) record(f, uint64_t(r), 4, ~0ull, 0, static_cast<uint64_t>(s));
       return;
@@ -305,15 +316,21 @@ TEST_CASE("collectives: device building blocks between a kernel's own computatio
   auto* y = static_cast<int32_t*>(tmashmem_malloc(count * 4));
   auto* z = static_cast<int32_t*>(tmashmem_malloc(count * 4));
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(kDeviceCtas));
-  REQUIRE(all_ranks(x && gathered && y && z && state));
+  // Each CTA's slice of x (and of y) is its piece for every peer.
+  const size_t piece = tmashmem::coll_slice(count * 4, 0, kDeviceCtas).len;
+  const size_t ll_bytes = tmashmem::coll_ll_state_bytes(kDeviceCtas, s.n, piece);
+  void* ll_state = tmashmem_calloc(1, ll_bytes);
+  REQUIRE(all_ranks(x && gathered && y && z && state && ll_state));
   const tmashmem_ctx_t ctx = s.ctx();
   const tmashmem::CollState st = tmashmem::coll_state(state, kDeviceCtas);
+  const tmashmem::CollLl ll = tmashmem::coll_ll_state(ll_state, ll_bytes, kDeviceCtas, s.n);
   const int rounds = 20;
   bool ok = run_checked_kernel("device building blocks", [&](Failure* failure) {
     compute_and_communicate<<<kDeviceCtas, 256, kScratch + 16>>>(
-        ctx, st, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
+        ctx, st, ll, x, gathered, y, z, count, rounds, seed_for(0xDE5, 0), kWaitNs, failure);
   });
   ok &= sync_and_barrier();
+  tmashmem_free(ll_state);
   tmashmem_free(state);
   tmashmem_free(z);
   tmashmem_free(y);

@@ -10,6 +10,7 @@
 #include "tmashmem/device/collectives/broadcast.cuh"
 #include "tmashmem/device/collectives/copy.cuh"
 #include "tmashmem/device/collectives/exchange.cuh"
+#include "tmashmem/device/collectives/low_latency.cuh"
 #include "tmashmem/device/collectives/reduce_math.cuh"
 #include "tmashmem/device/collectives/reduce_scatter.cuh"
 #include "tmashmem/device/collectives/staged.cuh"

@@ -69,19 +69,36 @@ struct CollStep {
   uint64_t epoch;
 };
 
+namespace detail {
+
+// The next epoch of a slot's counter (this PE's, local), read by every thread; the
+// barrier orders the previous step's epoch_end store before the loads. Collective over
+// the CTA. The caller's epoch_end begins with a barrier, so no thread stores the new
+// value before every thread has read the old one.
+__device__ __forceinline__ uint64_t epoch_begin(uint64_t* counters, int slot) {
+  __syncthreads();
+  return *static_cast<volatile uint64_t*>(counters + slot) + 1;
+}
+
+// The slot's counter becomes `epoch`. Collective over the CTA.
+__device__ __forceinline__ void epoch_end(uint64_t* counters, int slot, uint64_t epoch) {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+    *static_cast<volatile uint64_t*>(counters + slot) = epoch;
+}
+
+}  // namespace detail
+
 /// Starts a step on `slot`. Collective over the CTA (every thread, same arguments).
 __device__ __forceinline__ CollStep coll_begin(const CollState& st, int slot) {
-  __syncthreads();  // the previous step's coll_end store is ordered before these loads
-  const uint64_t e = *static_cast<volatile uint64_t*>(st.epochs + slot) + 1;
+  const uint64_t e = detail::epoch_begin(st.epochs, slot);
   __syncthreads();  // every thread read the counter before coll_end may store it
   return CollStep{slot, e};
 }
 
 /// Ends the step: the slot's counter becomes the step's epoch. Collective over the CTA.
 __device__ __forceinline__ void coll_end(const CollState& st, const CollStep& step) {
-  __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
-    *static_cast<volatile uint64_t*>(st.epochs + step.slot) = step.epoch;
+  detail::epoch_end(st.epochs, step.slot, step.epoch);
 }
 
 }  // namespace tmashmem

@@ -49,6 +49,17 @@ TMASHMEM_ST(relaxed, gpu, u64, uint64_t, "l")
 TMASHMEM_ST(release, sys, u64, uint64_t, "l")
 TMASHMEM_ST(release, gpu, u64, uint64_t, "l")
 
+// ---- 16-byte lines of two 64-bit words (the collectives' low-latency form) -----
+// A vector access is two 64-bit accesses in the memory model, each single-copy atomic
+// (aligned): a word's halves are seen together, the two words independently.
+
+__device__ __forceinline__ void st_relaxed_sys_v2(uint64_t* p, uint64_t w0, uint64_t w1) {
+  asm volatile("st.relaxed.sys.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(w0), "l"(w1) : "memory");
+}
+__device__ __forceinline__ void ld_relaxed_sys_v2(const uint64_t* p, uint64_t& w0, uint64_t& w1) {
+  asm volatile("ld.relaxed.sys.v2.u64 {%0, %1}, [%2];" : "=l"(w0), "=l"(w1) : "l"(p) : "memory");
+}
+
 #undef TMASHMEM_LD
 #undef TMASHMEM_ST
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The fourteenth session's low-latency (LL) collectives on one H200 (one device call):
+# builds the collectives' GPU tests, tmashmem-perf and perf_nvshmem (Release, sm_90a), then
+# under MPS with multicast off: `tests` runs every test_collectives* ctest entry (np 1, 2, 4;
+# each bounded to 150 s); `bench` runs `coll` at 2 and 4 PEs, enqueued and in one graph, with
+# TMASHMEM_COLL_LL_BYTES at 0 (the forms before the LL form), 16K (the default) and 1M, beside
+# NVSHMEM 3.4.5, two launches each. Logs and CSVs into $OUT/r (one archive).
+#   docs/perf/ll14/run.sh [tests] [bench]
+set -u
+R=$(pwd); B=/tmp/b_ll14; mkdir -p $OUT/r
+NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
+echo "NVSHMEM: $NV; tree of $(git -C $R log -1 --format=%h 2>/dev/null) + working changes" >> $OUT/r/machine.txt
+t=$SECONDS
+cmake -S $R -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DTMASHMEM_WERROR=ON \
+  -DTMASHMEM_NVSHMEM_HOME=$NV > $OUT/r/cfg.log 2>&1 &&
+  ninja -C $B test_collectives test_collectives_stress tmashmem-perf perf_nvshmem tmashmem-info > $OUT/r/build.log 2>&1
+echo "build rc=$? $((SECONDS - t)) s"; tail -5 $OUT/r/build.log | grep -E "error|FAILED" && exit 1
+export LD_LIBRARY_PATH=$NV/lib:${LD_LIBRARY_PATH:-}
+export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export NVSHMEM_SYMMETRIC_SIZE=3G NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
+source tools/mps.sh; mps_start
+if [[ " $* " == *" tests "* ]]; then
+  t=$SECONDS
+  (cd $B && ctest -V -R test_collectives --timeout 150) > $OUT/r/gpu-tests.log 2>&1
+  echo "tests rc=$? $((SECONDS - t)) s"
+  grep -E "tests passed|passed, .* failed|Failed|Timeout" $OUT/r/gpu-tests.log | sed 's/^[0-9]*: //' | sort | uniq -c
+fi
+M="mpirun --oversubscribe --bind-to none"
+for v in LD_LIBRARY_PATH CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY TMASHMEM_MULTICAST NCCL_NVLS_ENABLE \
+  NVSHMEM_DISABLE_NVLS TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_SYMMETRIC_SIZE TMASHMEM_COLL_LL_BYTES \
+  NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE NVSHMEM_DISABLE_NCCL; do M="$M -x $v"; done
+run() {  # run NAME NP PROGRAM ARGS...
+  local n=$1 np=$2 p=$3 s=$SECONDS; shift 3
+  timeout 120 $M -np $np $B/tools/perf/$p "$@" --csv $OUT/r/$n.csv > $OUT/r/$n.log 2>&1
+  echo "$n rc=$? $((SECONDS - s)) s"
+}
+C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
+if [[ " $* " == *" bench "* ]]; then
+  for l in 1 2; do
+    for np in 2 4; do
+      for g in 0 1; do
+        for ll in 0 16K 1M; do TMASHMEM_COLL_LL_BYTES=$ll run coll_np${np}_g${g}_ll${ll}_l$l $np tmashmem-perf "${C[@]}" --graph $g; done
+        run coll_np${np}_g${g}_nv_l$l $np perf_nvshmem "${C[@]}" --graph $g
+      done
+    done
+  done
+fi
+mps_stop
+cd $OUT && tar czf x.tgz r && rm -rf r
