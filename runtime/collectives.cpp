@@ -57,11 +57,15 @@ static_assert(kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * TMASHMEM_SIG
               "every (slot, parity, source PE) region of the staging holds a 16-byte unit");
 
 // The low-latency form (tmashmem/device/collectives/low_latency.cuh): its symmetric state
-// per PE, zeroed once when the first LL call allocates it (a line's flag, the step's epoch,
-// tells it from every stale one), and the layout coll_ll_state gives it over the signal
-// pad's slots: 256 bytes of counters, then one region per (slot, parity, source PE), 16
-// bytes of lines per 8 bytes of data.
+// per PE and the layout coll_ll_state gives it over the signal pad's slots: 256 bytes of
+// counters, then one region per (slot, parity, source PE), 16 bytes of lines per 8 bytes of
+// data. Zeroed once (a line's flag, the step's epoch, tells it from every stale one), so it
+// is made at init: zeroing it in the first LL call would synchronise the device, which a
+// call being captured into a graph must not do. Made where the job may use it: 2 PEs or
+// more, TMASHMEM_COLL_LL_BYTES > 0, and a heap of at least 64 times its size (256 MiB), so
+// that small heaps keep all their room.
 constexpr size_t kLowLatencyBytes = size_t(4) << 20;
+constexpr size_t kLowLatencyHeapShare = 64;
 constexpr size_t kLowLatencyHeadBytes = 256;
 static_assert(TMASHMEM_COLL_MAX_SMS * sizeof(uint64_t) <= kLowLatencyHeadBytes,
               "the LL state's head holds a counter per slot");
@@ -164,10 +168,12 @@ int staged_ctas(const Request& q, CollStaged policy, int algo, int n, int ctas) 
 // every CTA's lines fit its region; 0 when the call does not take the LL form (alltoallv,
 // a two-shot all-reduce, one PE, nothing to move, a piece above TMASHMEM_COLL_LL_BYTES or
 // above what the regions of 32 CTAs hold). A CTA count the caller chose must do as it is.
-int low_latency_ctas(const Request& q, size_t limit, int algo, int n, int ctas) {
+int low_latency_ctas(const Runtime& rt, const Request& q, int algo, int n, int ctas) {
   const bool kind_ok = q.kind != CollKind::Alltoallv &&
                        (q.kind != CollKind::Allreduce || algo == TMASHMEM_ALLREDUCE_ONE_SHOT);
-  if (!kind_ok || n < 2 || q.piece_bytes == 0 || q.piece_bytes > limit) return 0;
+  if (!kind_ok || rt.coll_low_latency == nullptr || n < 2 || q.piece_bytes == 0 ||
+      q.piece_bytes > rt.config.coll_ll_bytes)
+    return 0;
   const size_t regions = size_t(TMASHMEM_COLL_MAX_SMS) * 2u * size_t(n);
   const size_t region_lines = (kLowLatencyBytes - kLowLatencyHeadBytes) / regions / 16;
   // coll_slice(piece, part, parts): ceil(units / ctas) 16-byte units (two lines each) per CTA.
@@ -175,17 +181,6 @@ int low_latency_ctas(const Request& q, size_t limit, int algo, int n, int ctas) 
   const size_t needed = (units + units_per_region - 1) / units_per_region;
   if (needed > size_t(TMASHMEM_COLL_MAX_SMS) || (q.n_sms > 0 && size_t(ctas) < needed)) return 0;
   return std::max(ctas, static_cast<int>(needed));
-}
-
-// COLLECTIVE, like staging(): this job's LL state, allocated zeroed by the first LL call.
-tmashmem_status_t low_latency_state(Runtime& rt, const char* call, void** out) {
-  if (rt.coll_low_latency == nullptr) {
-    const std::string what = std::string(call) + " (the collectives' low-latency state)";
-    TMASHMEM_TRY(
-        symmetric_alloc(what.c_str(), kLowLatencyBytes, 256, true, {}, &rt.coll_low_latency));
-  }
-  *out = rt.coll_low_latency;
-  return TMASHMEM_SUCCESS;
 }
 
 tmashmem_status_t check_request(const Runtime& rt, const Request& q) {
@@ -246,7 +241,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     const int algo = q.kind == CollKind::Allreduce ? resolve_algo(q.algo, q.per_pe_bytes, n) : 0;
     int ctas = q.n_sms > 0 ? q.n_sms : default_ctas(rt, q.per_pe_bytes);
     // The LL form first, where it applies; else the staged form, where it applies.
-    const int low_latency = low_latency_ctas(q, rt.config.coll_ll_bytes, algo, n, ctas);
+    const int low_latency = low_latency_ctas(rt, q, algo, n, ctas);
     const int staged = low_latency > 0 ? 0 : staged_ctas(q, rt.config.coll_staged, algo, n, ctas);
     if (low_latency > 0) ctas = low_latency;
     if (staged > 0) ctas = staged;
@@ -275,7 +270,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     TMASHMEM_TRY(coll_check_symmetric(rt, q.call, checked, n_checked));
     if (q.dest_bytes == 0 && q.src_bytes == 0) return TMASHMEM_SUCCESS;  // nothing to move
     if (low_latency > 0) {
-      TMASHMEM_TRY(low_latency_state(rt, q.call, &args.ll_state));
+      args.ll_state = rt.coll_low_latency;
       args.low_latency = 1;
       args.ll_bytes = kLowLatencyBytes;
     }
@@ -341,6 +336,15 @@ int n_pes_or_zero() { return tmashmem_n_pes() > 0 ? tmashmem_n_pes() : 0; }
 }  // namespace
 
 void register_collective_kernels(const CollectiveKernels* kernels) { g_coll_kernels = kernels; }
+
+tmashmem_status_t coll_low_latency_init(Runtime& rt) {
+  rt.coll_low_latency = nullptr;
+  if (rt.bootstrap->size() < 2 || rt.config.coll_ll_bytes == 0 ||
+      rt.heap.max_bytes() / kLowLatencyHeapShare < kLowLatencyBytes)
+    return TMASHMEM_SUCCESS;
+  return symmetric_alloc("tmashmem_init (the collectives' low-latency state)", kLowLatencyBytes,
+                         256, true, {}, &rt.coll_low_latency);
+}
 
 }  // namespace tmashmem
 

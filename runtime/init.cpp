@@ -279,6 +279,7 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
     st = symmetric_alloc("tmashmem_init (signal pad)", TMASHMEM_SIGNAL_PAD_BYTES, kHeapAlignment,
                          true, {}, &rt.signal_pad);
   if (st != TMASHMEM_SUCCESS) return st;
+  TMASHMEM_TRY(coll_low_latency_init(rt));
 
   if (rt.config.debug >= 1) {
     char name[128] = {0};

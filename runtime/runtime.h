@@ -54,7 +54,8 @@ struct Runtime {
   // The on-stream collectives' staging region (runtime/collectives.cpp), allocated on the
   // heap by the first staged call (nullptr: not yet).
   void* coll_staging = nullptr;
-  // Their low-latency state (the same), allocated zeroed by the first LL call.
+  // Their low-latency state, allocated zeroed at init where the job may use it (nullptr:
+  // the LL form is off).
   void* coll_low_latency = nullptr;
 
   int first_local_pe = 0;
@@ -116,6 +117,10 @@ tmashmem_status_t symmetric_alloc(const char* call, size_t size, size_t alignmen
                                   const std::vector<NamedArg>& call_args, void** out);
 // COLLECTIVE. Frees a block from symmetric_alloc.
 tmashmem_status_t symmetric_free(const char* call, void* ptr);
+
+// COLLECTIVE, at init after the signal pad (runtime/collectives.cpp): the on-stream
+// collectives' low-latency state, zeroed, where the job may use it.
+tmashmem_status_t coll_low_latency_init(Runtime& rt);
 
 // Frees the device map tables of tensors still alive at finalize (their handles
 // stay valid host objects: a later tmashmem_tensor_destroy frees the rest).

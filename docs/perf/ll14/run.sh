@@ -5,7 +5,7 @@
 # each bounded to 150 s); `bench` runs `coll` at 2 and 4 PEs, enqueued and in one graph, with
 # TMASHMEM_COLL_LL_BYTES at 0 (the forms before the LL form), 16K (the default) and 1M, beside
 # NVSHMEM 3.4.5, two launches each. Logs and CSVs into $OUT/r (one archive).
-#   docs/perf/ll14/run.sh [tests] [bench]
+#   [LAUNCHES=2] docs/perf/ll14/run.sh [tests] [bench]
 set -u
 R=$(pwd); B=/tmp/b_ll14; mkdir -p $OUT/r
 NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
@@ -38,7 +38,7 @@ run() {  # run NAME NP PROGRAM ARGS...
 }
 C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
 if [[ " $* " == *" bench "* ]]; then
-  for l in 1 2; do
+  for l in $(seq 1 ${LAUNCHES:-2}); do
     for np in 2 4; do
       for g in 0 1; do
         for ll in 0 16K 1M; do TMASHMEM_COLL_LL_BYTES=$ll run coll_np${np}_g${g}_ll${ll}_l$l $np tmashmem-perf "${C[@]}" --graph $g; done
