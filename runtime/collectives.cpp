@@ -66,6 +66,8 @@ static_assert(kStagingBytes / (size_t(TMASHMEM_COLL_MAX_SMS) * 2u * TMASHMEM_SIG
 // that small heaps keep all their room.
 constexpr size_t kLowLatencyBytes = size_t(4) << 20;
 constexpr size_t kLowLatencyHeapShare = 64;
+// 16-byte units (two lines) per CTA of 512 threads at one line per thread.
+constexpr size_t kLowLatencyUnitsPerCta = 256;
 constexpr size_t kLowLatencyHeadBytes = 256;
 static_assert(TMASHMEM_COLL_MAX_SMS * sizeof(uint64_t) <= kLowLatencyHeadBytes,
               "the LL state's head holds a counter per slot");
@@ -180,7 +182,12 @@ int low_latency_ctas(const Runtime& rt, const Request& q, int algo, int n, int c
   const size_t units = (q.piece_bytes + 15) / 16, units_per_region = region_lines / 2;
   const size_t needed = (units + units_per_region - 1) / units_per_region;
   if (needed > size_t(TMASHMEM_COLL_MAX_SMS) || (q.n_sms > 0 && size_t(ctas) < needed)) return 0;
-  return std::max(ctas, static_cast<int>(needed));
+  if (q.n_sms > 0) return ctas;
+  // By default one line per thread and peer where 32 CTAs allow: a thread's lines follow one
+  // another (a line's poll waits for its data before the next line's loads go out).
+  const size_t by_lines = std::min<size_t>(
+      TMASHMEM_COLL_MAX_SMS, (units + kLowLatencyUnitsPerCta - 1) / kLowLatencyUnitsPerCta);
+  return static_cast<int>(std::max({size_t(ctas), needed, by_lines}));
 }
 
 tmashmem_status_t check_request(const Runtime& rt, const Request& q) {
