@@ -162,27 +162,15 @@ __device__ __noinline__ inline void coll_ll_trap(const Ctx& ctx, const char* wha
   __trap();
 }
 
-// Peers whose line a thread loads at once, before it looks at any of them: the loads'
-// round trips overlap (a poll that branches on its value would wait for each in turn).
-constexpr int kCollLlBatch = 8;
-
-// The peer of rotation index k (1..n-1) or, with kAscending, the k-th PE after skipping me.
-template <bool kAscending>
-__device__ __forceinline__ int coll_ll_peer(const Ctx& ctx, int k) {
-  return kAscending ? (k - 1 < ctx.my_pe ? k - 1 : k) : coll_peer(ctx, k);
-}
-
-// The one LL step, for the lines i < lines of this thread (i = tid, tid + threads, ...):
-//  - payload(i, q): the 8 data bytes of line i for peer q (i < send_lines; plain loads, so
-//    that a batch of peers' loads is in flight at once), then own(i);
-//  - for every peer q with i < lines_from(q) (at least line 0 of every peer), in rotation
-//    order or, with kAscending, in ascending PE order: deliver(i, q, data) once q's line i
-//    has arrived; then done(i).
-template <bool kAscending, class Payload, class Own, class LinesFrom, class Deliver, class Done>
+// The one LL step. send(i, put) sends line i (i < send_lines) to every peer: put(q, data)
+// writes the line into q's region. receive(i, poll) consumes line i (i < recv_lines):
+// poll(q) returns q's line i once it has arrived. Each thread takes lines tid, tid +
+// threads, ...; every PE must send at least line 0 to every peer and receive (poll) at
+// least line 0 from every peer (see "Why no peer overwrites" above).
+template <class Send, class Receive>
 __device__ __forceinline__ Status coll_ll_exchange(const Ctx& ctx, const CollLl& ll, int slot,
-                                                   size_t send_lines, Payload&& payload, Own&& own,
-                                                   size_t recv_lines, LinesFrom&& lines_from,
-                                                   Deliver&& deliver, Done&& done,
+                                                   size_t send_lines, Send&& send,
+                                                   size_t recv_lines, Receive&& receive,
                                                    uint64_t timeout_ns, const char* what) {
   if (!all_reachable(ctx) || slot < 0 || slot >= ll.slots) return Status::Unreachable;
   const size_t most = send_lines > recv_lines ? send_lines : recv_lines;
@@ -192,56 +180,26 @@ __device__ __forceinline__ Status coll_ll_exchange(const Ctx& ctx, const CollLl&
   const uint32_t flag = static_cast<uint32_t>(epoch);
   const unsigned tid = block_thread_rank(), threads = block_thread_count();
   uint64_t* out = coll_ll_region(ll, slot, epoch, n, me);  // my region, in every PE
-  for (size_t i = tid; i < send_lines; i += threads) {
-    for (int k0 = 1; k0 < n; k0 += kCollLlBatch) {
-      uint64_t data[kCollLlBatch];
-#pragma unroll
-      for (int j = 0; j < kCollLlBatch; ++j)
-        if (k0 + j < n) data[j] = payload(i, coll_ll_peer<kAscending>(ctx, k0 + j));
-#pragma unroll
-      for (int j = 0; j < kCollLlBatch; ++j)
-        if (k0 + j < n) {
-          const int q = coll_ll_peer<kAscending>(ctx, k0 + j);
-          coll_ll_put(ptr(ctx, out + 2 * i, q), data[j], flag);
-        }
-    }
-    own(i);
-  }
+  for (size_t i = tid; i < send_lines; i += threads)
+    send(i, [&](int q, uint64_t data) { coll_ll_put(ptr(ctx, out + 2 * i, q), data, flag); });
   bool failed = false;
   int bad_from = 0;
   size_t bad_line = 0;
   uint32_t bad_seen = 0;
-  for (size_t i = tid; i < recv_lines && !failed; i += threads) {
-    for (int k0 = 1; k0 < n && !failed; k0 += kCollLlBatch) {
-      uint64_t w0[kCollLlBatch], w1[kCollLlBatch];
-#pragma unroll
-      for (int j = 0; j < kCollLlBatch; ++j) {
-        const int q = coll_ll_peer<kAscending>(ctx, k0 + j);
-        if (k0 + j < n && i < lines_from(q))
-          ld_relaxed_sys_v2(coll_ll_region(ll, slot, epoch, n, q) + 2 * i, w0[j], w1[j]);
+  for (size_t i = tid; i < recv_lines; i += threads)
+    receive(i, [&](int q) -> uint64_t {
+      uint64_t data = 0;
+      if (failed) return 0;
+      uint32_t seen = 0;
+      if (!coll_ll_poll(coll_ll_region(ll, slot, epoch, n, q) + 2 * i, flag, timeout_ns, &data,
+                        &seen)) {
+        failed = true;
+        bad_from = q;
+        bad_line = i;
+        bad_seen = seen;
       }
-#pragma unroll
-      for (int j = 0; j < kCollLlBatch; ++j) {
-        const int q = coll_ll_peer<kAscending>(ctx, k0 + j);
-        if (failed || k0 + j >= n || i >= lines_from(q)) continue;
-        uint64_t data = (w0[j] & 0xffffffffu) | (w1[j] << 32);
-        if (static_cast<uint32_t>(w0[j] >> 32) != flag ||
-            static_cast<uint32_t>(w1[j] >> 32) != flag) {
-          uint32_t seen = 0;
-          if (!coll_ll_poll(coll_ll_region(ll, slot, epoch, n, q) + 2 * i, flag, timeout_ns, &data,
-                            &seen)) {
-            failed = true;
-            bad_from = q;
-            bad_line = i;
-            bad_seen = seen;
-            continue;
-          }
-        }
-        deliver(i, q, data);
-      }
-    }
-    if (!failed) done(i);
-  }
+      return data;
+    });
   // One message per warp: its first failing lane's.
   const unsigned failing = __ballot_sync(warp_member_mask(), failed);
   if (failed && (tid & 31u) == static_cast<unsigned>(__ffs(failing) - 1))
@@ -262,22 +220,31 @@ __device__ __forceinline__ Status coll_ll_blocks(const Ctx& ctx, const CollLl& l
   const size_t lines = coll_ll_lines(s.len);
   char* d = static_cast<char*>(dest) + s.offset;
   const char* f = static_cast<const char*>(src) + s.offset;
-  const size_t me = static_cast<size_t>(ctx.my_pe);
-  auto payload = [&](size_t i, int q) {
-    return coll_ll_load8(f + size_t(q) * src_stride + 8 * i, coll_ll_valid(s.len, i));
+  const int n = ctx.n_pes, me = ctx.my_pe;
+  auto send = [&](size_t i, auto put) {
+    const size_t at = 8 * i, valid = detail::coll_ll_valid(s.len, i);
+    if (src_stride == 0) {
+      const uint64_t v = coll_ll_load8(f + at, valid);
+      for (int k = 1; k < n; ++k) put(coll_peer(ctx, k), v);
+      char* own = d + size_t(me) * bytes + at;
+      if (own != f + at) coll_ll_store8(own, v, valid);
+    } else {
+      for (int k = 1; k < n; ++k) {
+        const int q = coll_peer(ctx, k);
+        put(q, coll_ll_load8(f + size_t(q) * src_stride + at, valid));
+      }
+      coll_ll_store8(d + size_t(me) * bytes + at,
+                     coll_ll_load8(f + size_t(me) * src_stride + at, valid), valid);
+    }
   };
-  auto own = [&](size_t i) {
-    const char* from = f + me * src_stride + 8 * i;
-    char* to = d + me * bytes + 8 * i;
-    const size_t valid = coll_ll_valid(s.len, i);
-    if (to != from) coll_ll_store8(to, coll_ll_load8(from, valid), valid);
+  auto receive = [&](size_t i, auto poll) {
+    const size_t at = 8 * i, valid = detail::coll_ll_valid(s.len, i);
+    for (int k = 1; k < n; ++k) {
+      const int q = coll_peer(ctx, k);
+      coll_ll_store8(d + size_t(q) * bytes + at, poll(q), valid);
+    }
   };
-  auto deliver = [&](size_t i, int q, uint64_t data) {
-    coll_ll_store8(d + size_t(q) * bytes + 8 * i, data, coll_ll_valid(s.len, i));
-  };
-  return coll_ll_exchange<false>(
-      ctx, ll, slot, lines, payload, own, lines, [&](int) { return lines; }, deliver, [](size_t) {},
-      timeout_ns, what);
+  return coll_ll_exchange(ctx, ll, slot, lines, send, lines, receive, timeout_ns, what);
 }
 
 template <class Bits>
@@ -327,22 +294,22 @@ __device__ __forceinline__ Status broadcast_ll_block(const Ctx& ctx, const CollL
   const size_t lines = coll_ll_lines(s.len);
   char* d = static_cast<char*>(dest) + s.offset;
   const char* f = static_cast<const char*>(src) + s.offset;
+  const int n = ctx.n_pes;
   const bool is_root = ctx.my_pe == root;
-  auto payload = [&](size_t i, int) {
-    return is_root ? detail::coll_ll_load8(f + 8 * i, detail::coll_ll_valid(s.len, i)) : 0;
-  };
-  auto own = [&](size_t i) {
+  auto send = [&](size_t i, auto put) {
     const size_t valid = detail::coll_ll_valid(s.len, i);
-    if (is_root && d != f)
-      detail::coll_ll_store8(d + 8 * i, detail::coll_ll_load8(f + 8 * i, valid), valid);
+    const uint64_t v = is_root ? detail::coll_ll_load8(f + 8 * i, valid) : 0;
+    for (int k = 1; k < n; ++k) put(coll_peer(ctx, k), v);
+    if (is_root && d != f) detail::coll_ll_store8(d + 8 * i, v, valid);
   };
-  auto lines_from = [&](int q) -> size_t { return q == root ? lines : 1; };
-  auto deliver = [&](size_t i, int q, uint64_t data) {
-    if (q == root) detail::coll_ll_store8(d + 8 * i, data, detail::coll_ll_valid(s.len, i));
+  auto receive = [&](size_t i, auto poll) {
+    if (!is_root) detail::coll_ll_store8(d + 8 * i, poll(root), detail::coll_ll_valid(s.len, i));
+    if (i != 0) return;
+    for (int k = 1; k < n; ++k)
+      if (coll_peer(ctx, k) != root) poll(coll_peer(ctx, k));  // the others' line 0
   };
-  return detail::coll_ll_exchange<false>(
-      ctx, ll, slot, is_root ? lines : 1, payload, own, is_root ? 1 : lines, lines_from, deliver,
-      [](size_t) {}, timeout_ns, what);
+  return detail::coll_ll_exchange(ctx, ll, slot, is_root ? lines : 1, send, is_root ? 1 : lines,
+                                  receive, timeout_ns, what);
 }
 
 /// reduce_scatter_block (chunk q of my src to PE q; chunk_stride = count) or one-shot
@@ -361,40 +328,32 @@ __device__ __forceinline__ Status coll_reduce_ll_block(const Ctx& ctx, const Col
   const size_t lines = coll_ll_lines(s.len), stride = chunk_stride * sizeof(Bits);
   const char* f = static_cast<const char*>(src) + s.offset;
   char* d = static_cast<char*>(dest) + s.offset;
-  const int me = ctx.my_pe;
-  auto payload = [&](size_t i, int q) {
-    return detail::coll_ll_load8(f + size_t(q) * stride + 8 * i, detail::coll_ll_valid(s.len, i));
-  };
-  // Line i of each PE in PE order: deliver comes in ascending order of the peers, this PE's
-  // own line goes in before the first peer above it (or last).
-  Acc acc[kLanes];
-  int merged = 0;  // PEs of the current line merged so far
-  auto merge = [&](uint64_t word) {
-#pragma unroll
-    for (int l = 0; l < kLanes; ++l) {
-      const Acc x = E::load(detail::coll_ll_element<Bits>(word, l));
-      acc[l] = merged == 0 ? x : detail::coll_combine<Op>(acc[l], x);
+  const int n = ctx.n_pes, me = ctx.my_pe;
+  auto send = [&](size_t i, auto put) {
+    const size_t at = 8 * i, valid = detail::coll_ll_valid(s.len, i);
+    for (int k = 1; k < n; ++k) {
+      const int q = coll_peer(ctx, k);
+      put(q, detail::coll_ll_load8(f + size_t(q) * stride + at, valid));
     }
-    ++merged;
   };
-  auto own_line = [&](size_t i) {
-    return detail::coll_ll_load8(f + size_t(me) * stride + 8 * i, detail::coll_ll_valid(s.len, i));
-  };
-  auto deliver = [&](size_t i, int q, uint64_t data) {
-    if (merged == me && q > me) merge(own_line(i));
-    merge(data);
-  };
-  auto done = [&](size_t i) {
-    if (merged == me) merge(own_line(i));
+  auto receive = [&](size_t i, auto poll) {
+    const size_t at = 8 * i, valid = detail::coll_ll_valid(s.len, i);
+    Acc acc[kLanes];
+    for (int q = 0; q < n; ++q) {
+      const uint64_t word =
+          q == me ? detail::coll_ll_load8(f + size_t(me) * stride + at, valid) : poll(q);
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) {
+        const Acc x = E::load(detail::coll_ll_element<Bits>(word, l));
+        acc[l] = q == 0 ? x : detail::coll_combine<Op>(acc[l], x);
+      }
+    }
     uint64_t out = 0;
 #pragma unroll
     for (int l = 0; l < kLanes; ++l) out |= detail::coll_ll_word<Bits>(E::store(acc[l]), l);
-    detail::coll_ll_store8(d + 8 * i, out, detail::coll_ll_valid(s.len, i));
-    merged = 0;
+    detail::coll_ll_store8(d + at, out, valid);
   };
-  return detail::coll_ll_exchange<true>(
-      ctx, ll, slot, lines, payload, [](size_t) {}, lines, [&](int) { return lines; }, deliver,
-      done, timeout_ns, what);
+  return detail::coll_ll_exchange(ctx, ll, slot, lines, send, lines, receive, timeout_ns, what);
 }
 
 }  // namespace tmashmem
