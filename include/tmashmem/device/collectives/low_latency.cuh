@@ -3,7 +3,7 @@
 // half, written with one relaxed store per 16-byte line of two words. A receiver polls the
 // data itself until every word of a line carries the step's flag: no signal, no fence, no
 // Ready or Done round trip; the data crosses once, at half the link's payload rate, so the
-// form pays where a call is latency-bound (docs/collectives.md, "Low-latency form").
+// form pays where a call is latency-bound (docs/collectives.md, "The low-latency form").
 //
 // Layout (CollLl): per PE, a zeroed symmetric region with the slots' step counters at its
 // head and then one region of `region_bytes` per (slot, epoch parity, source PE). Line i
