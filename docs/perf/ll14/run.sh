@@ -16,26 +16,15 @@ cmake -S $R -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES
   -DTMASHMEM_NVSHMEM_HOME=$NV > $OUT/r/cfg.log 2>&1 &&
   ninja -C $B test_collectives test_collectives_stress tmashmem-perf perf_nvshmem tmashmem-info > $OUT/r/build.log 2>&1
 echo "build rc=$? $((SECONDS - t)) s"; tail -5 $OUT/r/build.log | grep -E "error|FAILED" && exit 1
-export LD_LIBRARY_PATH=$NV/lib:${LD_LIBRARY_PATH:-}
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export NVSHMEM_SYMMETRIC_SIZE=3G NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
-source tools/mps.sh; mps_start
+RUN_TIMEOUT=120
+export TMASHMEM_COLL_LL_BYTES=${TMASHMEM_COLL_LL_BYTES:-256K}  # set, so that coll_env.sh forwards it; each run sets its own
+source docs/perf/coll_env.sh  # the environment, MPS and run() (moved there after the runs)
 if [[ " $* " == *" tests "* ]]; then
   t=$SECONDS
   (cd $B && ctest -V -R test_collectives --timeout 150) > $OUT/r/gpu-tests.log 2>&1
   echo "tests rc=$? $((SECONDS - t)) s"
   grep -E "tests passed|passed, .* failed|Failed|Timeout" $OUT/r/gpu-tests.log | sed 's/^[0-9]*: //' | sort | uniq -c
 fi
-M="mpirun --oversubscribe --bind-to none"
-for v in LD_LIBRARY_PATH CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY TMASHMEM_MULTICAST NCCL_NVLS_ENABLE \
-  NVSHMEM_DISABLE_NVLS TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_SYMMETRIC_SIZE TMASHMEM_COLL_LL_BYTES \
-  NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE NVSHMEM_DISABLE_NCCL; do M="$M -x $v"; done
-run() {  # run NAME NP PROGRAM ARGS...
-  local n=$1 np=$2 p=$3 s=$SECONDS; shift 3
-  timeout 120 $M -np $np $B/tools/perf/$p "$@" --csv $OUT/r/$n.csv > $OUT/r/$n.log 2>&1
-  echo "$n rc=$? $((SECONDS - s)) s"
-}
 C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
 if [[ " $* " == *" bench "* ]]; then
   for l in $(seq 1 ${LAUNCHES:-2}); do

@@ -13,20 +13,7 @@ echo "NVSHMEM: $NV; main at $(git -C $R log -1 --format=%h 2>/dev/null)" >> $OUT
 cmake -S $R -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DTMASHMEM_WERROR=ON \
   -DTMASHMEM_NVSHMEM_HOME=$NV > $OUT/r/cfg.log 2>&1 && ninja -C $B tmashmem-perf perf_nvshmem > $OUT/r/build.log 2>&1
 echo "build rc=$?"
-export LD_LIBRARY_PATH=$NV/lib:${LD_LIBRARY_PATH:-}
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-export NVSHMEM_SYMMETRIC_SIZE=3G NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
-source tools/mps.sh; mps_start
-M="mpirun --oversubscribe --bind-to none"
-for v in LD_LIBRARY_PATH CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY TMASHMEM_MULTICAST NCCL_NVLS_ENABLE \
-  NVSHMEM_DISABLE_NVLS TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_SYMMETRIC_SIZE \
-  NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE NVSHMEM_DISABLE_NCCL; do M="$M -x $v"; done
-run() {  # run NAME NP PROGRAM ARGS...
-  local n=$1 np=$2 p=$3 s=$SECONDS; shift 3
-  timeout 150 $M -np $np $B/tools/perf/$p "$@" --csv $OUT/r/$n.csv > $OUT/r/$n.log 2>&1
-  echo "$n rc=$? $((SECONDS - s)) s"
-}
+source docs/perf/coll_env.sh  # the environment, MPS and run() (moved there after the runs)
 C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
 S=(-b 64K -e 16M -f 4 -s 16,all -r 8)
 if [ "${1:-}" = graphs ]; then

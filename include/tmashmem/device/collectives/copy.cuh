@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cstdio>
+
 #include "tmashmem/device/bulk.cuh"
 #include "tmashmem/device/copy_loop.cuh"
 #include "tmashmem/device/detail/bulk.cuh"
@@ -67,6 +69,23 @@ __host__ __device__ __forceinline__ CollSlice coll_slice(size_t n, int part, int
   if (end > n) end = n;
   return CollSlice{begin, end - begin};
 }
+
+namespace detail {
+
+// A CTA's piece of `need` bytes does not fit the `room` bytes of the `where` it goes
+// through (a staging slot, a low-latency region): says so, naming the PE and the call, and
+// traps. The host halves choose CTA counts so that it never happens.
+__device__ __noinline__ inline void coll_piece_trap(int pe, const char* what, size_t need,
+                                                    size_t room, const char* where) {
+  printf(
+      "[tmashmem PE %d] %s: a CTA's piece needs %llu bytes of the %s, which holds %llu; use "
+      "more CTAs or another form of the collective\n",
+      pe, what, static_cast<unsigned long long>(need), where,
+      static_cast<unsigned long long>(room));
+  __trap();
+}
+
+}  // namespace detail
 
 /// Copies n bytes from src to dst with the CTA (see the contract above).
 __device__ __forceinline__ void coll_copy_block(void* dst, const void* src, size_t n, CollCopy how,

@@ -152,16 +152,6 @@ __device__ __noinline__ inline void coll_ll_report(const Ctx& ctx, const char* w
       static_cast<unsigned long long>(line), static_cast<unsigned long long>(epoch), seen, from);
 }
 
-__device__ __noinline__ inline void coll_ll_trap(const Ctx& ctx, const char* what, size_t lines,
-                                                 size_t region_bytes) {
-  printf(
-      "[tmashmem PE %d] %s: a CTA's piece of %llu lines exceeds the low-latency region of %llu "
-      "bytes (16 per line); use more CTAs or the other forms\n",
-      ctx.my_pe, what, static_cast<unsigned long long>(lines),
-      static_cast<unsigned long long>(region_bytes));
-  __trap();
-}
-
 // The one LL step. send(i, put) sends line i (i < send_lines) to every peer: put(q, data)
 // writes the line into q's region. receive(i, poll) consumes line i (i < recv_lines):
 // poll(q) returns q's line i once it has arrived. Each thread takes lines tid, tid +
@@ -174,7 +164,8 @@ __device__ __forceinline__ Status coll_ll_exchange(const Ctx& ctx, const CollLl&
                                                    uint64_t timeout_ns, const char* what) {
   if (!all_reachable(ctx) || slot < 0 || slot >= ll.slots) return Status::Unreachable;
   const size_t most = send_lines > recv_lines ? send_lines : recv_lines;
-  if (most * 16 > ll.region_bytes) coll_ll_trap(ctx, what, most, ll.region_bytes);
+  if (most * 16 > ll.region_bytes)
+    coll_piece_trap(ctx.my_pe, what, most * 16, ll.region_bytes, "low-latency region");
   const int n = ctx.n_pes, me = ctx.my_pe;
   const uint64_t epoch = epoch_begin(ll.epochs, slot);
   const uint32_t flag = static_cast<uint32_t>(epoch);

@@ -51,16 +51,6 @@ __device__ __forceinline__ char* coll_staging_at(const CollStaging& stg, int slo
   return stg.base + region * stg.slot_bytes;
 }
 
-__device__ __noinline__ inline void coll_staging_trap(const Ctx& ctx, const char* what, size_t len,
-                                                      size_t slot_bytes) {
-  printf(
-      "[tmashmem PE %d] %s: a CTA's piece of %llu bytes exceeds the staging slot of %llu "
-      "bytes; use more CTAs or the direct form\n",
-      ctx.my_pe, what, static_cast<unsigned long long>(len),
-      static_cast<unsigned long long>(slot_bytes));
-  __trap();
-}
-
 // coll_begin for a staged step, with its staging guard overlapped: every thread reads the
 // slot's counter, and lane q of the first warp reads peer q's Ready entry right after it
 // (both loads in flight at once). Only when some peer has not yet stored Ready of the step
@@ -129,7 +119,8 @@ __device__ __forceinline__ Status coll_staged_blocks(const Ctx& ctx, const CollS
                                                      int root, int part, int parts,
                                                      uint64_t timeout_ns, const char* what) {
   const CollSlice s = coll_slice(bytes, part, parts);
-  if (s.len > stg.slot_bytes) coll_staging_trap(ctx, what, s.len, stg.slot_bytes);
+  if (s.len > stg.slot_bytes)
+    coll_piece_trap(ctx.my_pe, what, s.len, stg.slot_bytes, "staging slot");
   char* d = static_cast<char*>(dest) + s.offset;
   const char* f = static_cast<const char*>(src) + s.offset;
   const int me = ctx.my_pe;
@@ -194,7 +185,8 @@ __device__ __forceinline__ Status coll_reduce_staged_block(const Ctx& ctx, const
                                                            const char* what) {
   constexpr size_t es = sizeof(typename CollElem<D>::Bits);
   const CollSlice s = coll_slice(count * es, part, parts);
-  if (s.len > stg.slot_bytes) detail::coll_staging_trap(ctx, what, s.len, stg.slot_bytes);
+  if (s.len > stg.slot_bytes)
+    detail::coll_piece_trap(ctx.my_pe, what, s.len, stg.slot_bytes, "staging slot");
   const char* f = static_cast<const char*>(src) + s.offset;
   const int me = ctx.my_pe;
   const size_t stride = chunk_stride * es;
