@@ -61,7 +61,7 @@ std::string Size::expected() {
 }
 
 std::string SizeOrZero::expected() {
-  return "a size: write a number with an optional unit, e.g. 16K, or 0 for off";
+  return "a size or 0: write a number with an optional unit, e.g. 16K, or 0 for off";
 }
 
 bool equal_ignoring_case(const char* a, const char* b) { return strcasecmp(a, b) == 0; }

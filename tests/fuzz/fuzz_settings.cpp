@@ -3,9 +3,9 @@
 //  - valid() and canonical() agree and never crash;
 //  - a value is accepted exactly when it has the documented form (an independent oracle
 //    below, per setting type: sizes are digits with an optional K/M/G/T[i][B] or B unit and
-//    a positive value that fits 64 bits; integers are an optional '-' and digits in
-//    [min, INT32_MAX]; choices are one of the words expected() lists, any case; text is
-//    anything);
+//    a positive value that fits 64 bits (or 0 too, where expected() says "a size or 0"); integers
+//    are an optional '-' and digits in [min, INT32_MAX]; choices are one of the words expected()
+//    lists, any case; text is anything);
 //  - the canonical text round-trips: it is valid, and is its own canonical text.
 #include <cctype>
 #include <cstdint>
@@ -43,7 +43,7 @@ bool digits_value(const std::string& s, unsigned long long max, unsigned long lo
   return true;
 }
 
-bool oracle_size(const std::string& text) {
+bool oracle_size(const std::string& text, bool zero_ok) {
   size_t i = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
   const std::string number = text.substr(0, i);
@@ -60,7 +60,8 @@ bool oracle_size(const std::string& text) {
       shift = 10 * static_cast<int>(at - units + 1);
   }
   unsigned long long v = 0;
-  if (!all_digits(number) || shift < 0 || !digits_value(number, ~0ull, &v) || v == 0) return false;
+  if (!all_digits(number) || shift < 0 || !digits_value(number, ~0ull, &v) || (v == 0 && !zero_ok))
+    return false;
   return shift == 0 || v <= (~0ull >> shift);
 }
 
@@ -99,7 +100,8 @@ bool equal_ignoring_case(const std::string& a, const std::string& b) {
 // What the setting documents it accepts, from its expected() text.
 bool oracle(const tmashmem::SettingInfo& s, const std::string& text) {
   const std::string expected = s.expected();
-  if (expected.rfind("a size", 0) == 0) return oracle_size(text);
+  if (expected.rfind("a size or 0", 0) == 0) return oracle_size(text, true);
+  if (expected.rfind("a size", 0) == 0) return oracle_size(text, false);
   if (expected.rfind("an integer >= ", 0) == 0)
     return oracle_int(text, std::atol(expected.c_str() + std::strlen("an integer >= ")));
   if (expected == "any text") return true;
