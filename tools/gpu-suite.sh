@@ -158,6 +158,7 @@ fi
 if [ "$WHAT" = sanitize ]; then
   default_sanitize="test_signal;tile/test_tile;test_rma;test_atomic;test_barrier;test_ordering"
   default_sanitize+=";test_on_stream;test_on_stream_outcome;test_collectives;test_collectives_stress"
+  default_sanitize+=";test_collectives_device"
   default_sanitize+=";test_multicast;heap/test_heap_gpu"
   default_sanitize+=";gemm/test_gemm:gemm bf16 small M;fused/test_fused:allgather_matmul: small shards*"
   default_sanitize+=";fused/test_reduce_scatter:matmul_reduce_scatter fast: ragged and small shards"

@@ -1,8 +1,8 @@
 // The low-latency (LL) form of the small collectives: every 8-byte word a PE sends carries
-// 4 bytes of data in its low half and the step's flag (its epoch, 32 bits) in its high
-// half, written with one relaxed store per 16-byte line of two words. A receiver polls the
-// data itself until every word of a line carries the step's flag: no signal, no fence, no
-// Ready or Done round trip; the data crosses once, at half the link's payload rate, so the
+// 4 bytes of data in its low half and the step's flag (coll_ll_flag of its epoch) in its
+// high half, written with one relaxed store per 16-byte line of two words. A receiver polls
+// the data itself until every word of a line carries the step's flag: no signal, no fence
+// (but in two steps of every 2^31, below), no Ready or Done round trip; the data crosses once, at half the link's payload rate, so the
 // form pays where a call is latency-bound (docs/collectives.md, "The low-latency form").
 //
 // Layout (CollLl): per PE, a zeroed symmetric region with the slots' step counters at its
@@ -15,9 +15,17 @@
 // other PE. PE p writes q's (b, e % 2, p) in step e, which q last read in step e - 2. p
 // finished step e - 1, in which it received a line q wrote in step e - 1, after q had
 // finished step e - 2: q's reads of it had returned (their values were stored or
-// reduced before q's barrier at the end of the step). The flags of two steps on one
-// region differ (e and e - 2), and a zeroed region holds flag 0 (epochs start at 1), so
-// a receiver never takes a stale line for a new one.
+// reduced before q's barrier at the end of the step).
+//
+// Why no stale line passes for a new one. A step's flag is its epoch's low 31 bits with
+// bit 31 set (coll_ll_flag): never 0, the flag of a zeroed line, and equal for two
+// epochs only 2^31 apart. A line not rewritten since (later pieces were shorter) could
+// carry such a flag, so every PE zeroes its regions of one parity in the steps of epochs
+// 0 and 1 modulo 2^31 (the cleaning steps): in step e the regions of parity (e + 1) % 2,
+// which peers last wrote in step e - 1 (read by this PE then) and write next in step
+// e + 1, after they have seen this PE's line 0 of step e, sent after the zeroing (release
+// there, acquire on the receivers' side). Every 2^31 epochs each parity is zeroed once,
+// between any two steps with the same flag (docs/collectives.md, "The low-latency form").
 //
 // Contract: that of the staged forms (staged.cuh): on Ok, dest is complete here, src may
 // be reused and no peer touches src or dest for this call. What a step reads from this PE
@@ -45,6 +53,7 @@
 #include "tmashmem/device/collectives/exchange.cuh"
 #include "tmashmem/device/collectives/reduce_math.cuh"
 #include "tmashmem/device/detail/clock.cuh"
+#include "tmashmem/device/detail/fence.cuh"
 #include "tmashmem/device/detail/ld_st.cuh"
 #include "tmashmem/device/detail/threads.cuh"
 
@@ -82,6 +91,19 @@ __host__ __device__ inline CollLl coll_ll_state(void* base, size_t bytes, int sl
   const size_t regions = static_cast<size_t>(slots) * 2u * static_cast<size_t>(n_pes);
   const size_t region = bytes > head ? (bytes - head) / regions / 16u * 16u : 0;
   return CollLl{reinterpret_cast<uint64_t*>(p), p + head, region, slots};
+}
+
+/// Epochs between the cleaning steps of one parity; flags repeat with this period.
+constexpr uint64_t kCollLlFlagPeriod = uint64_t(1) << 31;
+
+/// The flag of the step of `epoch`: never 0 (a zeroed line's).
+__host__ __device__ constexpr uint32_t coll_ll_flag(uint64_t epoch) {
+  return static_cast<uint32_t>(epoch % kCollLlFlagPeriod) | 0x80000000u;
+}
+
+/// Whether the step of `epoch` zeroes this PE's regions of parity (epoch + 1) % 2.
+__host__ __device__ constexpr bool coll_ll_cleans(uint64_t epoch) {
+  return epoch % kCollLlFlagPeriod < 2;
 }
 
 namespace detail {
@@ -168,8 +190,16 @@ __device__ __forceinline__ Status coll_ll_exchange(const Ctx& ctx, const CollLl&
     coll_piece_trap(ctx.my_pe, what, most * 16, ll.region_bytes, "low-latency region");
   const int n = ctx.n_pes, me = ctx.my_pe;
   const uint64_t epoch = epoch_begin(ll.epochs, slot);
-  const uint32_t flag = static_cast<uint32_t>(epoch);
+  const uint32_t flag = coll_ll_flag(epoch);
   const unsigned tid = block_thread_rank(), threads = block_thread_count();
+  const bool cleans = coll_ll_cleans(epoch);
+  if (cleans) {  // this PE's regions of the other parity, from every source, released
+    uint4* zero = reinterpret_cast<uint4*>(coll_ll_region(ll, slot, epoch + 1, n, 0));
+    const size_t words = static_cast<size_t>(n) * ll.region_bytes / 16;
+    for (size_t i = tid; i < words; i += threads) zero[i] = make_uint4(0, 0, 0, 0);
+    fence_acq_rel_sys();
+    __syncthreads();
+  }
   uint64_t* out = coll_ll_region(ll, slot, epoch, n, me);  // my region, in every PE
   for (size_t i = tid; i < send_lines; i += threads)
     send(i, [&](int q, uint64_t data) { coll_ll_put(ptr(ctx, out + 2 * i, q), data, flag); });
@@ -191,6 +221,9 @@ __device__ __forceinline__ Status coll_ll_exchange(const Ctx& ctx, const CollLl&
       }
       return data;
     });
+  // Acquire: the peers zeroed their other parity before their line 0 of a cleaning step;
+  // this PE's stores of the next step must follow the zeroing.
+  if (cleans) fence_acq_rel_sys();
   // One message per warp: its first failing lane's.
   const unsigned failing = __ballot_sync(warp_member_mask(), failed);
   if (failed && (tid & 31u) == static_cast<unsigned>(__ffs(failing) - 1))
