@@ -7,8 +7,9 @@
 # of test_collectives_device's flag-period case) and runs that case at 2 PEs, which must fail;
 # `bench` runs `coll` at 2 and 4 PEs, enqueued and in one graph, with TMASHMEM_COLL_LL_BYTES
 # at each of $LL_LIST (default "0 16K 1M"; 256K is the library's default), beside NVSHMEM
-# 3.4.5, $LAUNCHES launches each (2). Logs and CSVs into $OUT/r (one archive).
-#   [LAUNCHES=2] [LL_LIST=...] [TESTS=regex] docs/perf/ll14/run.sh [tests] [neg] [bench]
+# 3.4.5, $LAUNCHES launches each (2), tmashmem at the CTA counts $SMS (-s; default 0, the
+# library's choice). Logs and CSVs into $OUT/r (one archive).
+#   [LAUNCHES=2] [LL_LIST=...] [SMS=0,2] [TESTS=regex] docs/perf/ll14/run.sh [tests] [neg] [bench]
 set -u
 R=$(pwd); B=/tmp/b_ll14; mkdir -p $OUT/r
 NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
@@ -43,7 +44,7 @@ if [[ " $* " == *" neg "* ]]; then
   (cd /tmp/b_neg && ctest -V -R "test_collectives_device.np2" --timeout 150) > $OUT/r/neg.log 2>&1
   echo "neg rc=$? (must be non-zero)"; grep -E "wrong elements|passed, .* failed|assertions" $OUT/r/neg.log | head -5
 fi
-C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5)
+C=(coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5 -s ${SMS:-0})
 if [[ " $* " == *" bench "* ]]; then
   for l in $(seq 1 ${LAUNCHES:-2}); do
     for np in 2 4; do
