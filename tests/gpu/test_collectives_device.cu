@@ -303,9 +303,9 @@ TEST_CASE("collectives: low-latency steps across the end of the flags' period") 
   REQUIRE(all_ranks(state && src && dest));
   const tmashmem::CollLl ll = tmashmem::coll_ll_state(state, state_bytes, 1, s.n);
   // Epoch 2^32 ends a period (where the epoch's own low 32 bits, the flag before the
-  // cleaning steps, would be 0): four short steps, then the two cleaning steps and six more,
-  // all long.
-  const uint64_t end = uint64_t(1) << 32, first = end - 4;
+  // cleaning steps, would be 0): six short steps, the last two the cleaning steps (long
+  // ones would overwrite every stale line themselves), then six long ones.
+  const uint64_t end = uint64_t(1) << 32, first = end - 4, long_from = end + 2;
   const int steps = 12;
   REQUIRE(tmashmem::coll_ll_cleans(end));
   REQUIRE(tmashmem::coll_ll_cleans(end + 1));
@@ -330,8 +330,8 @@ TEST_CASE("collectives: low-latency steps across the end of the flags' period") 
   REQUIRE(all_ranks(ok));
   REQUIRE(all_ranks(sync_and_barrier()));
   ok = run_checked_kernel("low-latency steps across the flags' period", [&](Failure* failure) {
-    ll_steps<<<1, 256>>>(s.ctx(), ll, src, dest, first, end, steps, seed_for(0xF1A6, 0), 100 * 1000,
-                         kWaitNs, failure);
+    ll_steps<<<1, 256>>>(s.ctx(), ll, src, dest, first, long_from, steps, seed_for(0xF1A6, 0),
+                         100 * 1000, kWaitNs, failure);
   });
   uint64_t after = 0;
   ok &= GPU_TEST_CUDA(cudaMemcpy(&after, ll.epochs, sizeof after, cudaMemcpyDeviceToHost));
