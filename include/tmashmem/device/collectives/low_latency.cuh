@@ -2,8 +2,9 @@
 // 4 bytes of data in its low half and the step's flag (coll_ll_flag of its epoch) in its
 // high half, written with one relaxed store per 16-byte line of two words. A receiver polls
 // the data itself until every word of a line carries the step's flag: no signal, no fence
-// (but in two steps of every 2^31, below), no Ready or Done round trip; the data crosses once, at half the link's payload rate, so the
-// form pays where a call is latency-bound (docs/collectives.md, "The low-latency form").
+// (but in two steps of every 2^31, below), no Ready or Done round trip; the data crosses
+// once, at half the link's payload rate, so the form pays where a call is latency-bound
+// (docs/collectives.md, "The low-latency form").
 //
 // Layout (CollLl): per PE, a zeroed symmetric region with the slots' step counters at its
 // head and then one region of `region_bytes` per (slot, epoch parity, source PE). Line i
@@ -18,14 +19,15 @@
 // reduced before q's barrier at the end of the step).
 //
 // Why no stale line passes for a new one. A step's flag is its epoch's low 31 bits with
-// bit 31 set (coll_ll_flag): never 0, the flag of a zeroed line, and equal for two
-// epochs only 2^31 apart. A line not rewritten since (later pieces were shorter) could
-// carry such a flag, so every PE zeroes its regions of one parity in the steps of epochs
-// 0 and 1 modulo 2^31 (the cleaning steps): in step e the regions of parity (e + 1) % 2,
-// which peers last wrote in step e - 1 (read by this PE then) and write next in step
-// e + 1, after they have seen this PE's line 0 of step e, sent after the zeroing (release
-// there, acquire on the receivers' side). Every 2^31 epochs each parity is zeroed once,
-// between any two steps with the same flag (docs/collectives.md, "The low-latency form").
+// bit 31 set (coll_ll_flag): never 0, the flag of a zeroed line, and the same for two
+// epochs only if they are a multiple of 2^31 apart. A line not rewritten since (later
+// pieces were shorter) could carry such a flag, so every PE zeroes its regions of one
+// parity in the steps of epochs 0 and 1 modulo 2^31 (the cleaning steps): in step e the
+// regions of parity (e + 1) % 2, which peers last wrote in step e - 1 (read by this PE
+// then) and write next in step e + 1, after they have seen this PE's line 0 of step e,
+// sent after the zeroing (release there, acquire on the receivers' side). Every 2^31
+// epochs each parity is zeroed once, between any two steps with the same flag
+// (docs/collectives.md, "The low-latency form").
 //
 // Contract: that of the staged forms (staged.cuh): on Ok, dest is complete here, src may
 // be reused and no peer touches src or dest for this call. What a step reads from this PE
