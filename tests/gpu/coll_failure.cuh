@@ -11,7 +11,6 @@
 
 namespace coll_test {
 
-using gpu_test::mix64;
 using tmashmem_test::mpi_rank;
 
 // The first wrong element seen by a check kernel.
@@ -65,11 +64,6 @@ bool run_checked_kernel(const char* what, Launch launch) {
   ok &= report(f, what);
   cudaFree(failure);
   return ok;
-}
-
-// The seed of (round, pe): a function of a base read from device memory at run time.
-__host__ __device__ inline uint64_t round_seed(uint64_t base, uint64_t round, int pe) {
-  return mix64(base ^ mix64(round * 1000003ull + uint64_t(pe)));
 }
 
 }  // namespace coll_test

@@ -46,6 +46,12 @@ __host__ __device__ inline int32_t value_i(uint64_t seed, uint64_t i) {
   return static_cast<int32_t>(hash32(seed, i));
 }
 
+// The seed of (round, pe): a function of a base the same on every PE
+// (tests/gpu/test_collectives_stress.cu reads it from device memory when a graph runs).
+__host__ __device__ inline uint64_t round_seed(uint64_t base, uint64_t round, int pe) {
+  return mix64(base ^ mix64(round * 1000003ull + uint64_t(pe)));
+}
+
 inline size_t elem_bytes(uint32_t dtype) {
   return dtype == TMASHMEM_DTYPE_F16 || dtype == TMASHMEM_DTYPE_BF16 ? 2 : 4;
 }

@@ -14,6 +14,7 @@
 #include "common/catch.h"
 #include "common/test_util.h"
 #include "tmashmem/device.cuh"
+#include "tmashmem/device/detail/sreg.cuh"
 #include "tmashmem/tmashmem.h"
 
 namespace gpu_test {
@@ -25,6 +26,13 @@ using tmashmem_test::run_seed;
 // Bound on every device-side wait in the tests: a bug fails, it does not hang.
 // Generous, because PEs sharing a GPU without MPS time-slice.
 constexpr uint64_t kWaitNs = 20ull * 1000 * 1000 * 1000;
+
+// Spins about `ns` nanoseconds on the GPU's global timer (a PE made late on purpose).
+__device__ inline void spin_ns(uint64_t ns) {
+  for (const uint64_t t0 = tmashmem::detail::global_timer_ns();
+       tmashmem::detail::global_timer_ns() - t0 < ns;) {
+  }
+}
 
 // ---- the reference pattern ----------------------------------------------------
 

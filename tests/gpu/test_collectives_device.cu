@@ -13,7 +13,6 @@
 #include "coll_failure.cuh"
 #include "collectives_ref.cuh"
 #include "gpu_test_util.cuh"
-#include "tmashmem/device/detail/sreg.cuh"
 
 using namespace gpu_test;
 using namespace coll_test;
@@ -270,10 +269,7 @@ __global__ void ll_steps(const __grid_constant__ tmashmem_ctx_t ctx, tmashmem::C
     const uint64_t seed = round_seed(base, uint64_t(k), me);
     for (size_t i = threadIdx.x; i < kLlLong; i += blockDim.x) src[i] = pattern_byte(seed, i);
     for (size_t i = threadIdx.x; i < span; i += blockDim.x) dest[i] = kLlPoison;
-    if (bytes == kLlLong && me == n - 1 && threadIdx.x == 0)
-      for (const uint64_t t0 = tmashmem::detail::global_timer_ns();
-           tmashmem::detail::global_timer_ns() - t0 < delay_ns;) {
-      }
+    if (bytes == kLlLong && me == n - 1 && threadIdx.x == 0) spin_ns(delay_ns);
     const tmashmem::Status s = tmashmem::allgather_ll_block(ctx, ll, 0, dest, src, bytes, 0, 1,
                                                             timeout_ns, "test LL step");
     if (s != tmashmem::Status::Ok) {

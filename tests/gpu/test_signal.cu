@@ -112,9 +112,7 @@ __global__ void wait_kernel(const __grid_constant__ tmashmem_ctx_t ctx, const ui
 __global__ void relay_kernel(const __grid_constant__ tmashmem_ctx_t ctx, uint64_t* sig,
                              uint64_t value, uint64_t delay_ns, int* status) {
   const int next = (ctx.my_pe + 1) % ctx.n_pes, prev = (ctx.my_pe + ctx.n_pes - 1) % ctx.n_pes;
-  const uint64_t t0 = tmashmem::detail::global_timer_ns();
-  while (tmashmem::detail::global_timer_ns() - t0 < delay_ns) {
-  }
+  gpu_test::spin_ns(delay_ns);
   tmashmem::signal_op(ctx, sig, value, SignalOp::Set, next);
   *status = static_cast<int>(tmashmem::signal_wait_until(ctx, sig, Cmp::EQ, value, kWaitNs, prev));
 }
