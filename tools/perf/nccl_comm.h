@@ -7,33 +7,24 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <set>
-#include <string>
-#include <vector>
 
+#include "tools/perf/gpu_placement.h"
 #include "tools/perf/harness_cuda.cuh"
 
 namespace perf {
 
 // The communicator, or nullptr (rank 0 says why, naming `who`) where two ranks share a GPU
-// (by PCI bus id): NCCL up to 2.29 refuses that; 2.30 and later accept it with
+// (gpu_placement.h): NCCL up to 2.29 refuses that; 2.30 and later accept it with
 // NCCL_MULTI_RANK_GPU_ENABLE=1, which is honoured there. Rank 0 decides for every rank (one
 // environment, one answer). COLLECTIVE.
 inline ncclComm_t nccl_world_comm(const char* who) {
-  char bus[32] = {0};
-  int dev = 0, version = 0;
-  PERF_CUDA(cudaGetDevice(&dev));
-  PERF_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
-  std::vector<char> all(mpi_rank() == 0 ? size_t(mpi_size()) * sizeof bus : 0);
-  MPI_Gather(bus, sizeof bus, MPI_CHAR, all.data(), sizeof bus, MPI_CHAR, 0, MPI_COMM_WORLD);
+  const bool distinct = ranks_on_distinct_gpus();
+  int version = 0;
   ncclGetVersion(&version);
   int use = 0;
   if (mpi_rank() == 0) {
-    std::set<std::string> gpus;
-    for (int i = 0; i < mpi_size(); ++i) gpus.insert(std::string(&all[size_t(i) * sizeof bus]));
     const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
-    use = gpus.size() == size_t(mpi_size()) ||
-          (version >= 23000 && multi != nullptr && std::atoi(multi) == 1);
+    use = distinct || (version >= 23000 && multi != nullptr && std::atoi(multi) == 1);
     if (!use)
       std::printf(
           "# %s: NCCL %d left out: ranks share a GPU (NCCL refuses two ranks on one GPU; "

@@ -49,6 +49,7 @@
 #include "tmashmem/device/fused/gemm_reduce_scatter_launch.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 #include "tmashmem/tmashmem.h"
+#include "tools/perf/gpu_placement.h"
 
 namespace {
 
@@ -329,7 +330,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaSetDevice(tmashmem_device()));
   tmashmem_ctx_t ctx;
   CHECK_TM(tmashmem_device_ctx(&ctx));
-  const bool distinct = (ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) == 0 && ctx.n_pes > 1;
+  // Distinct GPUs by bus id, not by the ctx's ONE_GPU flag: 4 PEs on 2 GPUs are not on one
+  // GPU, yet NCCL would refuse them.
+  const bool distinct = perf::ranks_on_distinct_gpus() && ctx.n_pes > 1;
   nccl_dyn::Api nccl;
   nccl_dyn::Comm comm = nullptr;
   if (distinct) {
@@ -345,10 +348,16 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, tmashmem_device()));
   if (ctx.my_pe == 0)
     std::printf("tmashmem-fused-bench: %d PEs on %s (%s, %d SMs), %d rounds%s; NCCL baseline: %s\n",
-                ctx.n_pes, distinct ? "distinct GPUs" : "one GPU", prop.name,
-                prop.multiProcessorCount, reps, switches().flush ? ", L2 flushed before each" : "",
-                !distinct ? "not run (PEs share a GPU; NCCL refuses that)"
-                          : (comm ? "yes" : "not run (libnccl not found or init failed)"));
+                ctx.n_pes,
+                distinct        ? "distinct GPUs"
+                : ctx.n_pes > 1 ? "shared GPUs"
+                                : "one GPU",
+                prop.name, prop.multiProcessorCount, reps,
+                switches().flush ? ", L2 flushed before each" : "",
+                ctx.n_pes == 1 ? "not run (one PE)"
+                : !distinct    ? "not run (PEs share a GPU; NCCL refuses that)"
+                : comm         ? "yes"
+                               : "not run (libnccl not found or init failed)");
   std::vector<Shape> shapes = {
       {8192, 3584, 8192}, {8192, 8192, 4096}, {4096, 4096, 4096}, {16384, 1024, 4096}};
   std::vector<Shape> rs_shapes = {
