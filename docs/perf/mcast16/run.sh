@@ -8,6 +8,9 @@
 # `mcast -b 64K -e 16M -f 4 -s 16,all -r 8` at np 2 and 4, 1 and 4 sources, the variants
 # alternating, PASSES passes (2); the SASS of fanout_kernel from each build; then
 # test_multicast and test_barrier at np 1, 2 and 4 on B2 (`run.sh tests` only that).
+# Ran once (an H100, 2026-12-06): out/, ratios.txt; read-out in docs/runs.md, "Sixteenth
+# session". B1 kept, B2 dropped. (The test_multicast_setup entries in out/tests_B2.log are CPU
+# tests the regex caught but this script did not build: "Failed" = not built.)
 set -u
 R=$(pwd); D=docs/perf/mcast16; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
