@@ -5,6 +5,9 @@
 # in a __noinline__ function), then coll 4K-1M at 2 and 4 PEs in a graph and enqueued,
 # LAUNCHES rounds (3) of A, B, C in turn. CSVs and logs into $OUT/r (one archive).
 #   [LAUNCHES=3] docs/perf/ll15/ab.sh
+# Ran in the sixteenth session (an H100; docs/perf/ll16/, docs/runs.md "Sixteenth session: the
+# LL flag-period A/B"): the first call with C = A (the patch then also carried a header-comment
+# hunk that 9c3d313 had already made; regenerated without it for the second call).
 set -u
 R=$(pwd); mkdir -p $OUT/r
 NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
