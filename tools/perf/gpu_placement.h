@@ -1,7 +1,7 @@
 // Whether the ranks of MPI_COMM_WORLD are on distinct GPUs, by PCI bus id: the one test of
 // where the NCCL baselines can run (NCCL up to 2.29 refuses two ranks on one GPU). Used by
-// nccl_comm.h (tmashmem-perf coll, bench_init_nccl) and tmashmem-fused-bench. Needs only MPI
-// and the CUDA runtime.
+// nccl_comm.h (tmashmem-perf coll, bench_init_nccl) and tmashmem-fused-bench. Needs only MPI,
+// the CUDA runtime and tests/common/test_util.h.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/test_util.h"  // mpi_rank, mpi_size
+
 namespace perf {
 
 // True when no two ranks' current GPUs share a PCI bus id (a rank whose id cannot be read
@@ -19,24 +21,18 @@ namespace perf {
 inline bool ranks_on_distinct_gpus() {
   constexpr int kBusIdBytes = 32;
   char bus[kBusIdBytes] = {0};
-  int dev = 0, rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetPCIBusId(bus, kBusIdBytes, dev) != cudaSuccess)
     bus[0] = '\0';
+  const int rank = tmashmem_test::mpi_rank(), size = tmashmem_test::mpi_size();
   std::vector<char> all(rank == 0 ? size_t(size) * kBusIdBytes : 0);
   MPI_Gather(bus, kBusIdBytes, MPI_CHAR, all.data(), kBusIdBytes, MPI_CHAR, 0, MPI_COMM_WORLD);
   int distinct = 0;
   if (rank == 0) {
     std::set<std::string> gpus;
-    bool unreadable = false;
-    for (int i = 0; i < size; ++i) {
-      const std::string id(&all[size_t(i) * kBusIdBytes]);
-      unreadable |= id.empty();
-      gpus.insert(id);
-    }
-    distinct = !unreadable && gpus.size() == size_t(size);
+    for (int i = 0; i < size; ++i) gpus.insert(std::string(&all[size_t(i) * kBusIdBytes]));
+    distinct = gpus.size() == size_t(size) && gpus.count("") == 0;
   }
   MPI_Bcast(&distinct, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return distinct != 0;
