@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 3: the quick benchmark set twice against the run of record (issue 11: the
+# Device call 3: the quick benchmark set twice against the run of record (the architecture change's
 # suite after its cleanup), the reduce-scatter test verbose, ncu kernel times at one PE.
 set -u
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1

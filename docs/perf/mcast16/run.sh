@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sixteenth session: the multicast fallback (issue 12's open rows) in one device call.
+# Sixteenth session: the multicast fallback's open rows in one device call.
 # Three builds of tmashmem-perf (Release, sm_90a), from this tree:
 #   A  = the tree without bench_rotation.patch (the benchmark as it ran before: call `it`
 #        picks its source copy with it % sources);

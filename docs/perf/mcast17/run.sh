@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Seventeenth session: the multicast store fallback's A/Bs, one device
+# call each. Builds (Release, sm_90a, WERROR): T = this tree, and one per argument
+# NAME=P1[+P2...] = the tree with those patches of this folder applied in order. For each:
+# the SASS of fanout_kernel (multicast and hand-written); test_multicast and test_barrier at
+# np 1, 2 and 4 on the variants named in TESTS; `mcast -b 64K -e 16M -f 4 -s 16,all -r 5
+# --sources {1,4}` at np 2 and 4, the variants alternating; a second pass if less than half
+# of DEADLINE_S (540 s) has gone. Output: $OUT/x.tgz; ratios: python3
+# docs/perf/mcast16/ratio.py DIR. The two calls that ran (docs/runs.md, "Seventeenth session"):
+#   TESTS="F G" bash docs/perf/mcast17/run.sh F=batch_loads.patch G=batch_loads.patch+in_register.patch
+#   TESTS=F2 bash docs/perf/mcast17/run.sh W=weak_stores.patch F2=batch_when_four.patch
+set -u
+R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
+V=(T)
+for spec in "$@"; do
+  v=${spec%%=*}; V+=("$v")
+  rm -rf /tmp/src_$v && mkdir -p /tmp/src_$v && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_$v -xf -
+  (cd /tmp/src_$v && for p in $(echo "${spec#*=}" | tr + ' '); do patch -p1 < $D/$p > /dev/null || echo "patch $p failed"; done)
+done
+rm -rf /tmp/src_T && mkdir -p /tmp/src_T && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_T -xf -
+for v in "${V[@]}"; do
+  cmake -S /tmp/src_$v -B /tmp/b_$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DTMASHMEM_WERROR=ON > $OUT/r/cfg_$v.log 2>&1 &
+done; wait
+for v in "${V[@]}"; do
+  T="tmashmem-perf"; [[ " ${TESTS:-} " == *" $v "* ]] && T="$T test_multicast test_barrier"
+  ninja -C /tmp/b_$v $T > $OUT/r/build_$v.log 2>&1 &
+done; wait
+for v in "${V[@]}"; do
+  echo "build $v: $(tail -1 $OUT/r/build_$v.log)"
+  for k in 2:multicast 1:hand; do
+    cuobjdump -sass -fun "_ZN4perf13fanout_kernelILNS_6FanoutE${k%%:*}EEEv12tmashmem_ctxPcPKcmlim" \
+      /tmp/b_$v/tools/perf/tmashmem-perf > $OUT/r/sass_${k#*:}_$v.txt 2>&1
+  done
+done
+NV=${NV:-}; source docs/perf/coll_env.sh
+for v in ${TESTS:-}; do
+  (cd /tmp/b_$v && timeout 120 ctest -R '^(test_multicast|test_barrier)\.np' --output-on-failure > $OUT/r/tests_$v.log 2>&1; echo "tests $v rc=$?")
+  grep -E "tests passed|Test +#" $OUT/r/tests_$v.log
+done
+pass() {
+  for np in 2 4; do for src in 1 4; do for v in "${V[@]}"; do
+    B=/tmp/b_$v RUN_TIMEOUT=60 run mcast_np${np}_src${src}_${v}_p$1 $np tmashmem-perf mcast -b 64K -e 16M -f 4 -s 16,all -r 5 --sources $src
+  done; done; done
+}
+pass 1
+[ $SECONDS -lt $(( ${DEADLINE_S:-540} / 2 )) ] && pass 2
+mps_stop
+cd $OUT && tar czf x.tgz r && rm -rf r
