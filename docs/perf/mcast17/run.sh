@@ -8,8 +8,9 @@
 # of DEADLINE_S (540 s) has gone. Output: $OUT/x.tgz; ratios: python3
 # docs/perf/mcast16/ratio.py DIR. The two calls that ran (docs/runs.md, "Seventeenth session"):
 #   TESTS="F G" bash docs/perf/mcast17/run.sh F=batch_loads.patch G=batch_loads.patch+in_register.patch
-#   TESTS="F2 F3" bash docs/perf/mcast17/run.sh W=weak_stores.patch F2=batch_when_four.patch \
-#     F3=batch_out_of_line.patch E=../mcast16/peers_mask.patch
+#   TESTS=F3 DEADLINE_S=200 bash docs/perf/mcast17/run.sh W=weak_stores.patch F3=batch_out_of_line.patch
+# Prepared, not run (F2 = F3 inlined; E = the sixteenth session's peers mask):
+#   TESTS=F2 bash docs/perf/mcast17/run.sh F2=batch_when_four.patch E=../mcast16/peers_mask.patch
 set -u
 R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
