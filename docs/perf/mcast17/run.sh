@@ -14,13 +14,12 @@
 set -u
 R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
-V=(T)
-for spec in "$@"; do
+V=()
+for spec in T= "$@"; do  # T: the tree, no patch
   v=${spec%%=*}; V+=("$v")
   rm -rf /tmp/src_$v && mkdir -p /tmp/src_$v && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_$v -xf -
   (cd /tmp/src_$v && for p in $(echo "${spec#*=}" | tr + ' '); do patch -p1 < $D/$p > /dev/null || echo "patch $p failed"; done)
 done
-rm -rf /tmp/src_T && mkdir -p /tmp/src_T && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_T -xf -
 for v in "${V[@]}"; do
   cmake -S /tmp/src_$v -B /tmp/b_$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
     -DTMASHMEM_WERROR=ON > $OUT/r/cfg_$v.log 2>&1 &
