@@ -3,15 +3,22 @@
 # call each. Builds (Release, sm_90a, WERROR): T = this tree, and one per argument
 # NAME=P1[+P2...] = the tree with those patches of this folder applied in order. For each:
 # the SASS of fanout_kernel (multicast and hand-written); test_multicast and test_barrier at
-# np 1, 2 and 4 on the variants named in TESTS; `mcast -b 64K -e 16M -f 4 -s 16,all -r 5
-# --sources {1,4}` at np 2 and 4, the variants alternating; a second pass if less than half
-# of DEADLINE_S (540 s) has gone. Output: $OUT/x.tgz; ratios: python3
+# np 1, 2 and 4 on the variants named in TESTS; `mcast $ARGS -r 5 --sources {1,4}` at np 2
+# and 4 (ARGS: `-b 64K -e 16M -f 4 -s 16,all` unless set), the variants alternating; the
+# LARGE rows below; a second pass if less than half of DEADLINE_S (540 s) has gone. Output: $OUT/x.tgz; ratios: python3
 # docs/perf/mcast16/ratio.py DIR. The two calls that ran (docs/runs.md, "Seventeenth session"):
 #   TESTS="F G" bash docs/perf/mcast17/run.sh F=batch_loads.patch G=batch_loads.patch+in_register.patch
 #   TESTS=F3 DEADLINE_S=200 bash docs/perf/mcast17/run.sh W=weak_stores.patch F3=batch_out_of_line.patch
 # Prepared, not run (F2 = F3 inlined; E = the sixteenth session's peers mask):
 #   TESTS=F2 bash docs/perf/mcast17/run.sh F2=batch_when_four.patch E=../mcast16/peers_mask.patch
+# Eighteenth session, each of the fallback's differences from the hand-written loop alone
+# (docs/perf/mcast18/: S no alignment test, N no multicast branch, K no warp work test, H the
+# hand-written loop's body, A all four), and the LARGE rows:
+#   LARGE=1 ARGS="-b 64K -e 256K -f 4 -s 16,all" DEADLINE_S=560 bash docs/perf/mcast17/run.sh \
+#     S=../mcast18/no_align_test.patch N=../mcast18/no_mc_branch.patch \
+#     K=../mcast18/no_work_test.patch H=../mcast18/hand_body.patch A=../mcast18/all_four.patch
 set -u
+ARGS=${ARGS:--b 64K -e 16M -f 4 -s 16,all}
 R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
 V=()
@@ -42,10 +49,15 @@ for v in ${TESTS:-}; do
 done
 pass() {
   for np in 2 4; do for src in 1 4; do for v in "${V[@]}"; do
-    B=/tmp/b_$v RUN_TIMEOUT=60 run mcast_np${np}_src${src}_${v}_p$1 $np tmashmem-perf mcast -b 64K -e 16M -f 4 -s 16,all -r 5 --sources $src
+    B=/tmp/b_$v RUN_TIMEOUT=60 run mcast_np${np}_src${src}_${v}_p$1 $np tmashmem-perf mcast $ARGS -r 5 --sources $src
   done; done; done
 }
 pass 1
+# LARGE=1: the tree alone at 16-64 MiB on every SM, one and four sources (where the puts'
+# re-read source leaves L2 too).
+if [ -n "${LARGE:-}" ]; then for np in 2 4; do for src in 1 4; do
+  B=/tmp/b_T RUN_TIMEOUT=60 run large_np${np}_src${src} $np tmashmem-perf mcast -b 16M -e 64M -f 2 -s all -r 5 --sources $src
+done; done; fi
 [ $SECONDS -lt $(( ${DEADLINE_S:-540} / 2 )) ] && pass 2
 mps_stop
 cd $OUT && tar czf x.tgz r && rm -rf r
