@@ -17,6 +17,11 @@
 #   LARGE=1 ARGS="-b 64K -e 256K -f 4 -s 16,all" DEADLINE_S=560 bash docs/perf/mcast17/run.sh \
 #     S=../mcast18/no_align_test.patch N=../mcast18/no_mc_branch.patch \
 #     K=../mcast18/no_work_test.patch H=../mcast18/hand_body.patch A=../mcast18/all_four.patch
+#   The LARGE rows test a prediction written before they ran: the puts lead at 16 MiB with one
+#   source (0.67 at 2 PEs, 0.80 at 4) because their source, re-read every 2 x 16 MiB of
+#   traffic, stays in L2, while the fan-out's, read once per call, is evicted by the call's
+#   P x 16 MiB of stores (traffic ratios 2/3 and 4/5). From 32 MiB the puts' re-reads miss
+#   too, so puts time / fan-out time should rise to about 2P / (P + 1): 1.33 and 1.6.
 set -u
 ARGS=${ARGS:--b 64K -e 16M -f 4 -s 16,all}
 R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
