@@ -97,13 +97,21 @@ struct McSpan {
   size_t words;
 };
 
-template <class T>
-__device__ __forceinline__ McSpan mc_span(const void* a, const void* b, size_t count, bool v4) {
+// Calls f(span) with the layout of a call on `count` elements at a and b: 16-byte units (when
+// v4 and both addresses are 16-byte aligned) and the rest in words, else words only. Two
+// calls of f, so that in each the loops' bounds depend on `count` alone: a layout selected
+// from the addresses put its arithmetic in front of every call's first load (0.08-0.1 us a
+// call where the source moves between calls; docs/runs.md, "Eighteenth session").
+template <class T, class F>
+__device__ __forceinline__ void with_mc_span(const void* a, const void* b, size_t count, bool v4,
+                                             F&& f) {
   const size_t bytes = count * sizeof(T);
   const bool aligned =
       v4 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0;
-  const size_t vectors = aligned ? bytes / 16 : 0;
-  return McSpan{vectors, (bytes - vectors * 16) / sizeof(McWord<T>)};
+  if (__builtin_expect(aligned, 1))
+    f(McSpan{bytes / 16, bytes % 16 / sizeof(McWord<T>)});
+  else
+    f(McSpan{0, bytes / sizeof(McWord<T>)});
 }
 
 __device__ __forceinline__ char* mc_address(const Ctx& ctx, const void* p) {
@@ -222,31 +230,32 @@ __device__ __forceinline__ void multicast_store(const Ctx& ctx, T* dest, const T
   using Call = detail::McCall<detail::McKind::Store, McReduce::Add, T, G, O>;
   using W = typename Call::W;
   const Call call(ctx, dest, src, count, "multicast_store");
-  const detail::McSpan span = detail::mc_span<T>(dest, src, count, true);
   const char* s = reinterpret_cast<const char*>(src);
-  const size_t tail = span.vectors * 16;
   if (O == McOrder::Release) Call::Group::sync();  // the group's earlier writes come first
-  if (ctx.mc_base != 0) {
-    char* m = detail::mc_address(ctx, dest);
-    for (size_t i = call.rank; i < span.vectors; i += call.size)
-      detail::multimem_st<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
-    for (size_t i = call.rank; i < span.words; i += call.size)
-      detail::multimem_st<Call::kSem>(m + tail + sizeof(W) * i,
-                                      detail::bits_of<W>(s + tail + sizeof(W) * i));
-  } else if (detail::mc_warp_has_work(call.rank, span)) {
-    const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
-    char* d = reinterpret_cast<char*>(dest);
-    // One load of the source, then a store into each peer: the hand-written fan-out.
-    for (size_t i = call.rank; i < span.vectors; i += call.size) {
-      const uint4 v = detail::bits_of<uint4>(s + 16 * i);
-      peers.each(d + 16 * i, [&](char* q) { detail::st_relaxed_sys_v4(q, v); });
+  detail::with_mc_span<T>(dest, src, count, true, [&](const detail::McSpan span) {
+    const size_t tail = span.vectors * 16;
+    if (ctx.mc_base != 0) {
+      char* m = detail::mc_address(ctx, dest);
+      for (size_t i = call.rank; i < span.vectors; i += call.size)
+        detail::multimem_st<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+      for (size_t i = call.rank; i < span.words; i += call.size)
+        detail::multimem_st<Call::kSem>(m + tail + sizeof(W) * i,
+                                        detail::bits_of<W>(s + tail + sizeof(W) * i));
+    } else if (detail::mc_warp_has_work(call.rank, span)) {
+      const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
+      char* d = reinterpret_cast<char*>(dest);
+      // One load of the source, then a store into each peer: the hand-written fan-out.
+      for (size_t i = call.rank; i < span.vectors; i += call.size) {
+        const uint4 v = detail::bits_of<uint4>(s + 16 * i);
+        peers.each(d + 16 * i, [&](char* q) { detail::st_relaxed_sys_v4(q, v); });
+      }
+      for (size_t i = call.rank; i < span.words; i += call.size) {
+        const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
+        peers.each(reinterpret_cast<W*>(d + tail) + i,
+                   [&](W* q) { detail::store_relaxed_sys(q, w); });
+      }
     }
-    for (size_t i = call.rank; i < span.words; i += call.size) {
-      const W w = detail::bits_of<W>(s + tail + sizeof(W) * i);
-      peers.each(reinterpret_cast<W*>(d + tail) + i,
-                 [&](W* q) { detail::store_relaxed_sys(q, w); });
-    }
-  }
+  });
   Call::Group::sync();
 }
 
@@ -259,49 +268,50 @@ __device__ __forceinline__ void multicast_ld_reduce(const Ctx& ctx, T* dest, con
   using W = typename Call::W;
   using Instr = typename Call::Instr;
   const Call call(ctx, src, dest, count, "multicast_ld_reduce");
-  const detail::McSpan span =
-      detail::mc_span<T>(dest, src, count, detail::multimem_v4<Op, T>(false) || ctx.mc_base == 0);
-  char* d = reinterpret_cast<char*>(dest);
-  const size_t tail = span.vectors * 16;
-  if (ctx.mc_base != 0) {
-    const char* m = detail::mc_address(ctx, src);
-    if constexpr (detail::multimem_v4<Op, T>(false))
-      for (size_t i = call.rank; i < span.vectors; i += call.size)
-        *reinterpret_cast<uint4*>(d + 16 * i) =
-            Instr::template ld_reduce_v4<Call::kSem>(m + 16 * i);
-    for (size_t i = call.rank; i < span.words; i += call.size)
-      reinterpret_cast<W*>(d + tail)[i] =
-          Instr::template ld_reduce<Call::kSem>(m + tail + sizeof(W) * i);
-  } else if (detail::mc_warp_has_work(call.rank, span)) {
-    const char* s = reinterpret_cast<const char*>(src);
-    const detail::McPeers peers = detail::mc_peers(ctx);
-    constexpr unsigned kPerVector = 16 / sizeof(W);
-    for (size_t i = call.rank; i < span.vectors; i += call.size) {
-      detail::McAccumulator<Op, T> acc[kPerVector];
-      bool started = false;
-      peers.each(s + 16 * i, [&](const char* q) {
-        const uint4 v = detail::ld_relaxed_sys_v4(q);
-        W w[kPerVector];
-        memcpy(w, &v, 16);
-        for (unsigned k = 0; k < kPerVector; ++k) started ? acc[k].add(w[k]) : acc[k].first(w[k]);
-        started = true;
-      });
-      W out[kPerVector];
-      for (unsigned k = 0; k < kPerVector; ++k) out[k] = acc[k].result();
-      memcpy(d + 16 * i, out, 16);
+  const bool v4 = detail::multimem_v4<Op, T>(false) || ctx.mc_base == 0;
+  detail::with_mc_span<T>(dest, src, count, v4, [&](const detail::McSpan span) {
+    char* d = reinterpret_cast<char*>(dest);
+    const size_t tail = span.vectors * 16;
+    if (ctx.mc_base != 0) {
+      const char* m = detail::mc_address(ctx, src);
+      if constexpr (detail::multimem_v4<Op, T>(false))
+        for (size_t i = call.rank; i < span.vectors; i += call.size)
+          *reinterpret_cast<uint4*>(d + 16 * i) =
+              Instr::template ld_reduce_v4<Call::kSem>(m + 16 * i);
+      for (size_t i = call.rank; i < span.words; i += call.size)
+        reinterpret_cast<W*>(d + tail)[i] =
+            Instr::template ld_reduce<Call::kSem>(m + tail + sizeof(W) * i);
+    } else if (detail::mc_warp_has_work(call.rank, span)) {
+      const char* s = reinterpret_cast<const char*>(src);
+      const detail::McPeers peers = detail::mc_peers(ctx);
+      constexpr unsigned kPerVector = 16 / sizeof(W);
+      for (size_t i = call.rank; i < span.vectors; i += call.size) {
+        detail::McAccumulator<Op, T> acc[kPerVector];
+        bool started = false;
+        peers.each(s + 16 * i, [&](const char* q) {
+          const uint4 v = detail::ld_relaxed_sys_v4(q);
+          W w[kPerVector];
+          memcpy(w, &v, 16);
+          for (unsigned k = 0; k < kPerVector; ++k) started ? acc[k].add(w[k]) : acc[k].first(w[k]);
+          started = true;
+        });
+        W out[kPerVector];
+        for (unsigned k = 0; k < kPerVector; ++k) out[k] = acc[k].result();
+        memcpy(d + 16 * i, out, 16);
+      }
+      for (size_t i = call.rank; i < span.words; i += call.size) {
+        detail::McAccumulator<Op, T> acc;
+        bool started = false;
+        peers.each(reinterpret_cast<const W*>(s + tail) + i, [&](const W* q) {
+          const W w = detail::load_relaxed_sys(q);
+          started ? acc.add(w) : acc.first(w);
+          started = true;
+        });
+        reinterpret_cast<W*>(d + tail)[i] = acc.result();
+      }
+      if (O == McOrder::Acquire) detail::fence_acq_rel_sys();
     }
-    for (size_t i = call.rank; i < span.words; i += call.size) {
-      detail::McAccumulator<Op, T> acc;
-      bool started = false;
-      peers.each(reinterpret_cast<const W*>(s + tail) + i, [&](const W* q) {
-        const W w = detail::load_relaxed_sys(q);
-        started ? acc.add(w) : acc.first(w);
-        started = true;
-      });
-      reinterpret_cast<W*>(d + tail)[i] = acc.result();
-    }
-    if (O == McOrder::Acquire) detail::fence_acq_rel_sys();
-  }
+  });
   Call::Group::sync();
 }
 
@@ -314,26 +324,27 @@ __device__ __forceinline__ void multicast_red(const Ctx& ctx, T* dest, const T* 
   using Instr = typename Call::Instr;
   const Call call(ctx, dest, src, count, "multicast_red");
   const bool v4 = ctx.mc_base != 0 && detail::multimem_v4<Op, T>(true);
-  const detail::McSpan span = detail::mc_span<T>(dest, src, count, v4);
   const char* s = reinterpret_cast<const char*>(src);
-  const size_t tail = span.vectors * 16;
   if (O == McOrder::Release) Call::Group::sync();
-  if (ctx.mc_base != 0) {
-    char* m = detail::mc_address(ctx, dest);
-    if constexpr (detail::multimem_v4<Op, T>(true))
-      for (size_t i = call.rank; i < span.vectors; i += call.size)
-        Instr::template red_v4<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
-    for (size_t i = call.rank; i < span.words; i += call.size)
-      Instr::template red<Call::kSem>(m + tail + sizeof(W) * i,
-                                      detail::bits_of<W>(s + tail + sizeof(W) * i));
-  } else if (detail::mc_warp_has_work(call.rank, span)) {
-    const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
-    char* d = reinterpret_cast<char*>(dest);
-    for (size_t i = call.rank; i < span.words; i += call.size) {
-      const W w = detail::bits_of<W>(s + sizeof(W) * i);
-      peers.each(d + sizeof(W) * i, [&](char* q) { Instr::red_unicast(q, w); });
+  detail::with_mc_span<T>(dest, src, count, v4, [&](const detail::McSpan span) {
+    const size_t tail = span.vectors * 16;
+    if (ctx.mc_base != 0) {
+      char* m = detail::mc_address(ctx, dest);
+      if constexpr (detail::multimem_v4<Op, T>(true))
+        for (size_t i = call.rank; i < span.vectors; i += call.size)
+          Instr::template red_v4<Call::kSem>(m + 16 * i, detail::bits_of<uint4>(s + 16 * i));
+      for (size_t i = call.rank; i < span.words; i += call.size)
+        Instr::template red<Call::kSem>(m + tail + sizeof(W) * i,
+                                        detail::bits_of<W>(s + tail + sizeof(W) * i));
+    } else if (detail::mc_warp_has_work(call.rank, span)) {
+      const detail::McPeers peers = detail::mc_fanout_begin<O>(ctx);
+      char* d = reinterpret_cast<char*>(dest);
+      for (size_t i = call.rank; i < span.words; i += call.size) {
+        const W w = detail::bits_of<W>(s + sizeof(W) * i);
+        peers.each(d + sizeof(W) * i, [&](char* q) { Instr::red_unicast(q, w); });
+      }
     }
-  }
+  });
   Call::Group::sync();
 }
 
