@@ -17,6 +17,13 @@
 #   LARGE=1 ARGS="-b 64K -e 256K -f 4 -s 16,all" DEADLINE_S=560 bash docs/perf/mcast17/run.sh \
 #     S=../mcast18/no_align_test.patch N=../mcast18/no_mc_branch.patch \
 #     K=../mcast18/no_work_test.patch H=../mcast18/hand_body.patch A=../mcast18/all_four.patch
+#   Then (docs/perf/mcast18/out2, out3) the tree with with_mc_span (15ab03c) against the library
+#   before it (O), and in the second call V, a loop over the 16-byte units with the alignment
+#   branch inside:
+#   TESTS=T DEADLINE_S=560 bash docs/perf/mcast17/run.sh O=../mcast18/before_aligned_branch.patch
+#   TESTS="T V" DEADLINE_S=100 ARGS="-b 64K -e 256K -f 4 -s 16,all" bash docs/perf/mcast17/run.sh \
+#     O=../mcast18/before_aligned_branch.patch V=../mcast18/unit_loop_branch.patch
+#   (the first ran on 15ab03c without its __builtin_expect: 15ab03c + no_expect.patch.)
 #   The LARGE rows test a prediction written before they ran: the puts lead at 16 MiB with one
 #   source (0.67 at 2 PEs, 0.80 at 4) because their source, re-read every 2 x 16 MiB of
 #   traffic, stays in L2, while the fan-out's, read once per call, is evicted by the call's

@@ -100,15 +100,15 @@ struct McSpan {
 // Calls f(span) with the layout of a call on `count` elements at a and b: 16-byte units (when
 // v4 and both addresses are 16-byte aligned) and the rest in words, else words only. Two
 // calls of f, so that in each the loops' bounds depend on `count` alone: a layout selected
-// from the addresses put its arithmetic in front of every call's first load (0.08-0.1 us a
-// call where the source moves between calls; docs/runs.md, "Eighteenth session").
+// from the addresses put its arithmetic in front of every call's first load, 0.07-0.1 us of
+// a 64-256 KiB call whose addresses change from call to call. The second instantiation costs
+// 0.02-0.12 us where a loop repeats a call on the same addresses (the compiler hoisted the
+// select there; docs/runs.md, "Eighteenth session").
 template <class T, class F>
 __device__ __forceinline__ void with_mc_span(const void* a, const void* b, size_t count, bool v4,
                                              F&& f) {
   const size_t bytes = count * sizeof(T);
-  const bool aligned =
-      v4 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0;
-  if (__builtin_expect(aligned, 1))
+  if (v4 && ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0)
     f(McSpan{bytes / 16, bytes % 16 / sizeof(McWord<T>)});
   else
     f(McSpan{0, bytes / sizeof(McWord<T>)});
