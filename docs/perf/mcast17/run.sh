@@ -5,8 +5,8 @@
 # the SASS of fanout_kernel (multicast and hand-written); test_multicast and test_barrier at
 # np 1, 2 and 4 on the variants named in TESTS; `mcast $ARGS -r 5 --sources {1,4}` at np 2
 # and 4 (ARGS: `-b 64K -e 16M -f 4 -s 16,all` unless set), the variants alternating; the
-# LARGE rows below; a second pass if less than half of DEADLINE_S (540 s) has gone. Output: $OUT/x.tgz; ratios: python3
-# docs/perf/mcast16/ratio.py DIR. The two calls that ran (docs/runs.md, "Seventeenth session"):
+# LARGE rows below; a second pass if less than half of DEADLINE_S (540 s) has gone.
+# Output: $OUT/x.tgz; ratios: python3 docs/perf/mcast16/ratio.py DIR. The two calls that ran (docs/runs.md, "Seventeenth session"):
 #   TESTS="F G" bash docs/perf/mcast17/run.sh F=batch_loads.patch G=batch_loads.patch+in_register.patch
 #   TESTS=F3 DEADLINE_S=200 bash docs/perf/mcast17/run.sh W=weak_stores.patch F3=batch_out_of_line.patch
 # Prepared, not run (F2 = F3 inlined; E = the sixteenth session's peers mask):
@@ -23,7 +23,8 @@
 #   TESTS=T DEADLINE_S=560 bash docs/perf/mcast17/run.sh O=../mcast18/before_aligned_branch.patch
 #   TESTS="T V" DEADLINE_S=100 ARGS="-b 64K -e 256K -f 4 -s 16,all" bash docs/perf/mcast17/run.sh \
 #     O=../mcast18/before_aligned_branch.patch V=../mcast18/unit_loop_branch.patch
-#   (the first ran on 15ab03c without its __builtin_expect: 15ab03c + no_expect.patch.)
+#   The second ran on 15ab03c; the first on 15ab03c + no_expect.patch (the library of 026d60d),
+#   with O the multicast.cuh of 3ad1813. The mcast18 patches apply to 15ab03c: rerun there.
 #   The LARGE rows test a prediction written before they ran: the puts lead at 16 MiB with one
 #   source (0.67 at 2 PEs, 0.80 at 4) because their source, re-read every 2 x 16 MiB of
 #   traffic, stays in L2, while the fan-out's, read once per call, is evicted by the call's
