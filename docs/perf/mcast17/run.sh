@@ -24,7 +24,10 @@
 #   TESTS="T V" DEADLINE_S=100 ARGS="-b 64K -e 256K -f 4 -s 16,all" bash docs/perf/mcast17/run.sh \
 #     O=../mcast18/before_aligned_branch.patch V=../mcast18/unit_loop_branch.patch
 #   The second ran on 15ab03c; the first on 15ab03c + no_expect.patch (the library of 026d60d),
-#   with O the multicast.cuh of 3ad1813. The mcast18 patches apply to 15ab03c: rerun there.
+#   with O the multicast.cuh of 3ad1813. The mcast18 patches apply to 15ab03c: rerun there,
+#   after writing O's patch (derived from git, so not kept):
+#   git diff 15ab03c 3ad1813 -- include/tmashmem/device/multicast.cuh \
+#     > docs/perf/mcast18/before_aligned_branch.patch
 #   The LARGE rows test a prediction written before they ran: the puts lead at 16 MiB with one
 #   source (0.67 at 2 PEs, 0.80 at 4) because their source, re-read every 2 x 16 MiB of
 #   traffic, stays in L2, while the fan-out's, read once per call, is evicted by the call's
