@@ -1431,6 +1431,14 @@ bool tiled_arguments_valid(const CUtensorMap* map, CUtensorMapDataType dtype, cu
   return true;
 }
 
+// No kernels run on the emulated driver (the CPU tests link no device library).
+CUresult emu_cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                            unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
+  EMU_ENTER();
+  (void)s;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult emu_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
                                     void* address, const cuuint64_t* dims,
                                     const cuuint64_t* strides, const cuuint32_t* box,
