@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Nineteenth session: the enqueued small collectives' host launch. One device call:
-#   DEADLINE_S=560 bash docs/perf/launch19/run.sh D=driver_launch.patch
+# Nineteenth session: the enqueued small collectives' host launch. The two calls that ran
+# (docs/runs.md, "Nineteenth session"; outputs in out1/ and out2/):
+#   TESTS=D DEADLINE_S=560 bash docs/perf/launch19/run.sh D=driver_launch.patch   (on 90b9085, H100)
+#   DEADLINE_S=400 bash docs/perf/launch19/run.sh B=before.patch                  (on 31a4ee8, H200)
+# driver_launch.patch applies to 90b9085 (the first form: cuLaunchKernel through
+# cudaGetDriverEntryPointByVersion); 31a4ee8 landed it through the driver table. B is the
+# library before 31a4ee8, written from git before a rerun (not kept):
+#   git diff 31a4ee8 90b9085 -- device runtime tests/unit/emu > docs/perf/launch19/before.patch
 # Builds (Release, sm_90a, WERROR): T = this tree, and NAME=P1[+P2...] = the tree with
 # those patches of this folder. Then: launch_cost.cu (its header says what it times) at
 # np 1, 2 and 4 against each build's libtmashmem; `coll -b 4K -e 256K -f 4 -n 200 -w 20 -r 5`
