@@ -3,7 +3,10 @@
 // a message naming the call, the value and the fix; a symmetry violation (different sizes
 // or CTA counts on different PEs) is TMASHMEM_ERROR_SYMMETRY on every PE; calls that pass
 // every check reach the launch, which this build (no device library) refuses with
-// TMASHMEM_ERROR_NOT_SUPPORTED naming the call. The GPU half is tests/gpu/test_collectives.cu.
+// TMASHMEM_ERROR_NOT_SUPPORTED naming the call; a launch through the driver table's
+// cuLaunchKernel (device/collectives.cu's path) that the driver refuses is
+// TMASHMEM_ERROR_CUDA naming the call and the driver's error. The GPU half is
+// tests/gpu/test_collectives.cu.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -11,6 +14,10 @@
 #include "common/catch.h"
 #include "common/env_guard.h"
 #include "common/test_util.h"
+#include "device/cuda_outcome.h"
+#include "runtime/collectives_kernels.h"
+#include "runtime/driver.h"
+#include "runtime/stream_kernels.h"
 #include "runtime_fixture.h"
 
 using namespace tmashmem_test;
@@ -228,5 +235,63 @@ TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call
   ok &= FAILS(tmashmem_allgather_on_stream(b, a, me == 1 ? 128 : 64, 0, s), TMASHMEM_ERROR_SYMMETRY,
               "size = 64 on PE 0", "128 on PE 1");
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(b, a, 64, 0, s), "allgather");
+  CHECK(all_ranks(ok));
+}
+
+namespace {
+
+// Kernel tables whose collective launch goes to the driver table's cuLaunchKernel, as
+// device/collectives.cu's does (the emulator refuses it), for the scope of a test; the
+// build's own tables (none here) come back at scope end.
+tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream stream) {
+  void* params[] = {const_cast<tmashmem::CollArgs*>(&args)};
+  return tmashmem::cuda_outcome(tmashmem::driver().cuLaunchKernel(
+      nullptr, static_cast<unsigned>(args.n_blocks), 1, 1, 512, 1, 1, 0, stream, params, nullptr));
+}
+tmashmem::CudaOutcome stay_on_device(int, int* previous) {
+  *previous = -1;
+  return {};
+}
+void leave(int) {}
+
+struct DriverLaunchTables {
+  const tmashmem::StreamKernels* saved_stream = tmashmem::stream_kernels();
+  tmashmem::StreamKernels stream{};
+  tmashmem::CollectiveKernels coll{driver_launch};
+  DriverLaunchTables() {
+    stream.enter_device = stay_on_device;
+    stream.leave_device = leave;
+    tmashmem::register_stream_kernels(&stream);
+    tmashmem::register_collective_kernels(&coll);
+  }
+  ~DriverLaunchTables() {
+    tmashmem::register_collective_kernels(nullptr);
+    tmashmem::register_stream_kernels(saved_stream);
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "collectives: a launch the driver refuses is an error naming the call and the driver's code") {
+  TwoBuffers f;
+  REQUIRE(all_ranks(f.ready()));
+  bool ok = true;
+  {
+    DriverLaunchTables tables;
+    ok &= FAILS(tmashmem_allgather_on_stream(f.b, f.a, 64, 0, no_stream()), TMASHMEM_ERROR_CUDA,
+                "tmashmem_allgather_on_stream", "launching the collective kernel",
+                "CUDA_ERROR_NOT_SUPPORTED");
+    ok &= FAILS(tmashmem_allreduce_on_stream(f.b, f.a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
+                                             TMASHMEM_ALLREDUCE_AUTO, 2, no_stream()),
+                TMASHMEM_ERROR_CUDA, "tmashmem_allreduce_on_stream", "(2 CTAs)",
+                "CUDA_ERROR_NOT_SUPPORTED");
+  }
+  // The driver's out-of-memory code keeps its status.
+  const tmashmem::CudaOutcome oom = tmashmem::cuda_outcome(CUDA_ERROR_OUT_OF_MEMORY);
+  ok &= oom.out_of_memory && std::string(oom.name) == "CUDA_ERROR_OUT_OF_MEMORY";
+  ok &= tmashmem::cuda_outcome(CUDA_SUCCESS).code == 0;
+  // Without the tables the build's answer is back: no device library.
+  ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(f.b, f.a, 64, 0, no_stream()), "allgather");
   CHECK(all_ranks(ok));
 }
