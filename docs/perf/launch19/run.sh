@@ -15,16 +15,8 @@
 set -u
 R=$(pwd); D=$R/docs/perf/launch19; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; nproc; } > $OUT/r/machine.txt
-V=()
-for spec in T= "$@"; do
-  v=${spec%%=*}; V+=("$v")
-  rm -rf /tmp/src_$v && mkdir -p /tmp/src_$v && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_$v -xf -
-  (cd /tmp/src_$v && for p in $(echo "${spec#*=}" | tr + ' '); do patch -p1 < $D/$p > /dev/null || echo "patch $p failed"; done)
-done
-for v in "${V[@]}"; do
-  cmake -S /tmp/src_$v -B /tmp/b_$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DTMASHMEM_WERROR=ON > $OUT/r/cfg_$v.log 2>&1 &
-done; wait
+source docs/perf/variants.sh
+variants "$@"
 for v in "${V[@]}"; do
   T="tmashmem tmashmem-perf"
   [[ " ${TESTS:-} " == *" $v "* ]] && T="$T $(cd /tmp/b_$v && ninja -t targets all | grep -oE '^test_(collectives|on_stream)[a-z_]*:' | tr -d : | sort -u | tr '\n' ' ')"
