@@ -322,9 +322,9 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
   const CudaOutcome done = k->launch(args, stream);
   device->leave_device(previous);
   if (done.code != 0)
-    return cuda_error(
-        done, format_string("%s: launching the collective kernel (%d CTAs)", q.call, args.n_blocks)
-                  .c_str());
+    return cuda_error(done, format_string("%s: launching the collective kernel (%d CTA%s)", q.call,
+                                          args.n_blocks, args.n_blocks == 1 ? "" : "s")
+                                .c_str());
   return TMASHMEM_SUCCESS;
 }
 

@@ -280,7 +280,7 @@ TEST_CASE(
   {
     DriverLaunchTables tables;
     ok &= FAILS(tmashmem_allgather_on_stream(f.b, f.a, 64, 0, no_stream()), TMASHMEM_ERROR_CUDA,
-                "tmashmem_allgather_on_stream", "launching the collective kernel",
+                "tmashmem_allgather_on_stream", "launching the collective kernel (1 CTA)",
                 "CUDA_ERROR_NOT_SUPPORTED");
     ok &= FAILS(tmashmem_allreduce_on_stream(f.b, f.a, 16, TMASHMEM_DTYPE_F32, TMASHMEM_REDUCE_SUM,
                                              TMASHMEM_ALLREDUCE_AUTO, 2, no_stream()),
