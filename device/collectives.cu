@@ -16,6 +16,10 @@
 #include "runtime/collectives_kernels.h"
 #include "tmashmem/device/collectives/all.cuh"
 
+#if defined(__CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error "device/collectives.cu launches through the legacy-stream cuLaunchKernel (see Launchable)"
+#endif
+
 namespace tmashmem {
 namespace {
 
@@ -112,9 +116,15 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
 using Kernel = void (*)(CollArgs);
 
 // A kernel and its context-independent handle (cudaGetKernel), which the driver's
-// cuLaunchKernel takes as it is. Enqueued small collectives are bound by the host's launch,
-// and the driver's entry point skips the runtime's own per-launch work: 0.3-0.5 us less per
-// call than <<<>>> (docs/runs.md, "Nineteenth session"). handle nullptr: launched with <<<>>>.
+// cuLaunchKernel takes as it is. Where an enqueued small collective waits for the host's
+// launch, the driver's entry point skips the runtime's own per-launch work: 0.04-0.38 us less
+// host time per launch than <<<>>> (docs/runs.md, "Nineteenth session"). handle nullptr:
+// launched with <<<>>>, for the rest of the process.
+//
+// Stream 0 means the legacy default stream on both paths: the driver table's cuLaunchKernel
+// is resolved without CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (runtime/driver.cpp), and
+// this file must not be built with per-thread default streams, or the launches and the
+// runtime's copies on stream 0 would no longer be ordered.
 struct Launchable {
   Kernel stub;
   cudaKernel_t handle;

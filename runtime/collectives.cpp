@@ -343,6 +343,7 @@ int n_pes_or_zero() { return tmashmem_n_pes() > 0 ? tmashmem_n_pes() : 0; }
 }  // namespace
 
 void register_collective_kernels(const CollectiveKernels* kernels) { g_coll_kernels = kernels; }
+const CollectiveKernels* collective_kernels() { return g_coll_kernels; }
 
 tmashmem_status_t coll_low_latency_init(Runtime& rt) {
   rt.coll_low_latency = nullptr;

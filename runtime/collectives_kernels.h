@@ -52,4 +52,7 @@ struct CollectiveKernels {
 // Called once by device/collectives.cu; `kernels` must outlive the process.
 void register_collective_kernels(const CollectiveKernels* kernels);
 
+// The registered table, or nullptr in a build without the device library.
+const CollectiveKernels* collective_kernels();
+
 }  // namespace tmashmem

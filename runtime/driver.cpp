@@ -140,6 +140,10 @@ tmashmem_status_t load_driver() {
 
 void install_driver(const DriverApi* api) { g_installed = api; }
 
+CudaOutcome cuda_outcome(CUresult result) {
+  return result == CUDA_SUCCESS ? CudaOutcome() : outcome_of(driver(), result);
+}
+
 tmashmem_status_t cuda_error(CUresult result, const char* what, const char* file, int line,
                              const char* fix) {
   return cuda_error(outcome_of(driver(), result), what, fix, file, line);

@@ -140,6 +140,10 @@ struct CudaOutcome {
   bool out_of_memory = false;
 };
 
+// The outcome of a driver call made through driver(): code 0 on success (nothing looked up),
+// else the driver's name and text for `result` (the conversion cuda_error uses).
+CudaOutcome cuda_outcome(CUresult result);
+
 // The one formatter of failed CUDA calls, driver or runtime API, as the thread's error:
 // "<what> failed: <name> (<text>)[ at <file>:<line>][; <fix>]". The status is
 // TMASHMEM_ERROR_OUT_OF_MEMORY for an out-of-memory result, else TMASHMEM_ERROR_CUDA.

@@ -3,9 +3,9 @@
 // a message naming the call, the value and the fix; a symmetry violation (different sizes
 // or CTA counts on different PEs) is TMASHMEM_ERROR_SYMMETRY on every PE; calls that pass
 // every check reach the launch, which this build (no device library) refuses with
-// TMASHMEM_ERROR_NOT_SUPPORTED naming the call; a launch through the driver table's
-// cuLaunchKernel (device/collectives.cu's path) that the driver refuses is
-// TMASHMEM_ERROR_CUDA naming the call and the driver's error. The GPU half is
+// TMASHMEM_ERROR_NOT_SUPPORTED naming the call; with a stand-in table that launches as
+// device/collectives.cu does (the driver table's cuLaunchKernel), a launch the driver refuses
+// is TMASHMEM_ERROR_CUDA naming the call, the CTAs and the driver's error. The GPU half is
 // tests/gpu/test_collectives.cu.
 #include <cstdint>
 #include <cstdio>
@@ -14,7 +14,6 @@
 #include "common/catch.h"
 #include "common/env_guard.h"
 #include "common/test_util.h"
-#include "device/cuda_outcome.h"
 #include "runtime/collectives_kernels.h"
 #include "runtime/driver.h"
 #include "runtime/stream_kernels.h"
@@ -240,9 +239,10 @@ TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call
 
 namespace {
 
-// Kernel tables whose collective launch goes to the driver table's cuLaunchKernel, as
-// device/collectives.cu's does (the emulator refuses it), for the scope of a test; the
-// build's own tables (none here) come back at scope end.
+// Kernel tables whose collective launch calls the driver table's cuLaunchKernel and reports
+// with cuda_outcome(CUresult), as device/collectives.cu's launch does (that file is not in
+// this build; the emulator refuses every launch), for the scope of a test; the tables it
+// replaced come back at scope end.
 tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream stream) {
   void* params[] = {const_cast<tmashmem::CollArgs*>(&args)};
   return tmashmem::cuda_outcome(tmashmem::driver().cuLaunchKernel(
@@ -256,6 +256,7 @@ void leave(int) {}
 
 struct DriverLaunchTables {
   const tmashmem::StreamKernels* saved_stream = tmashmem::stream_kernels();
+  const tmashmem::CollectiveKernels* saved_coll = tmashmem::collective_kernels();
   tmashmem::StreamKernels stream{};
   tmashmem::CollectiveKernels coll{driver_launch};
   DriverLaunchTables() {
@@ -265,7 +266,7 @@ struct DriverLaunchTables {
     tmashmem::register_collective_kernels(&coll);
   }
   ~DriverLaunchTables() {
-    tmashmem::register_collective_kernels(nullptr);
+    tmashmem::register_collective_kernels(saved_coll);
     tmashmem::register_stream_kernels(saved_stream);
   }
 };
