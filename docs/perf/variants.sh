@@ -4,6 +4,7 @@
 #                      NAME=P1[+P2...], /tmp/src_NAME the tree with those patches of $D applied
 #                      in order; each configured into /tmp/b_NAME (Release, sm_90a, WERROR), in
 #                      parallel (logs $OUT/r/cfg_NAME.log). The callers build their targets.
+#                      Returns 1, configuring nothing, if a patch does not apply.
 variants() {
   local R spec v p
   R=$(pwd)
@@ -12,7 +13,8 @@ variants() {
     v=${spec%%=*}
     V+=("$v")
     rm -rf /tmp/src_$v && mkdir -p /tmp/src_$v && tar -C $R --exclude=./build* -cf - . | tar -C /tmp/src_$v -xf -
-    (cd /tmp/src_$v && for p in $(echo "${spec#*=}" | tr + ' '); do patch -p1 < $D/$p > /dev/null || echo "patch $p failed"; done)
+    (cd /tmp/src_$v && for p in $(echo "${spec#*=}" | tr + ' '); do patch -p1 < $D/$p > /dev/null || exit 1; done) ||
+      { echo "variant $v: a patch of ${spec#*=} failed"; return 1; }
   done
   for v in "${V[@]}"; do
     cmake -S /tmp/src_$v -B /tmp/b_$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \

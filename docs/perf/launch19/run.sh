@@ -16,7 +16,7 @@ set -u
 R=$(pwd); D=$R/docs/perf/launch19; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; nproc; } > $OUT/r/machine.txt
 source docs/perf/variants.sh
-variants "$@"
+variants "$@" || exit 1
 for v in "${V[@]}"; do
   T="tmashmem tmashmem-perf"
   [[ " ${TESTS:-} " == *" $v "* ]] && T="$T $(cd /tmp/b_$v && ninja -t targets all | grep -oE '^test_(collectives|on_stream)[a-z_]*:' | tr -d : | sort -u | tr '\n' ' ')"

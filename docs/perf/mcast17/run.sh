@@ -38,7 +38,7 @@ ARGS=${ARGS:--b 64K -e 16M -f 4 -s 16,all}
 R=$(pwd); D=$R/docs/perf/mcast17; mkdir -p $OUT/r
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -1; } > $OUT/r/machine.txt
 source docs/perf/variants.sh
-variants "$@"
+variants "$@" || exit 1
 for v in "${V[@]}"; do
   T="tmashmem-perf"; [[ " ${TESTS:-} " == *" $v "* ]] && T="$T test_multicast test_barrier"
   ninja -C /tmp/b_$v $T > $OUT/r/build_$v.log 2>&1 &
