@@ -13,12 +13,10 @@
 #include <cstdint>
 
 #include "device/cuda_outcome.h"
+#include "device/driver_launch.h"
 #include "runtime/collectives_kernels.h"
 #include "tmashmem/device/collectives/all.cuh"
-
-#if defined(__CUDA_API_PER_THREAD_DEFAULT_STREAM)
-#error "device/collectives.cu launches through the legacy-stream cuLaunchKernel (see Launchable)"
-#endif
+#include "tmashmem/device/detail/grid_dependency.cuh"
 
 namespace tmashmem {
 namespace {
@@ -70,6 +68,12 @@ __device__ __forceinline__ Status low_latency_step(const CollArgs& a, const Coll
 // matter to the reducing kinds only.
 template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
 __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ CollArgs a) {
+  // An overlapped launch (device/driver_launch.h) may start this grid while the previous one
+  // on the stream is still running: nothing is touched before that grid has finished. Then
+  // the next collective may be scheduled; it waits here in turn, so at most two collectives
+  // of one stream are resident at once.
+  detail::griddepcontrol_wait();
+  detail::griddepcontrol_launch_dependents();
   const char* what = kCallNames[static_cast<int>(K)];
   const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
   const CollState st = coll_pad_state(a.ctx);
@@ -113,46 +117,25 @@ __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ 
   finish(a, s, what);
 }
 
-using Kernel = void (*)(CollArgs);
-
-// A kernel and its context-independent handle (cudaGetKernel), which the driver's
-// cuLaunchKernel takes as it is. Where an enqueued small collective waits for the host's
-// launch, the driver's entry point skips the runtime's own per-launch work: 0.04-0.38 us less
-// host time per launch than <<<>>> (docs/runs.md, "Nineteenth session"). handle nullptr:
-// launched with <<<>>>, for the rest of the process.
-//
-// Stream 0 means the legacy default stream on both paths: the driver table's cuLaunchKernel
-// is resolved without CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (runtime/driver.cpp), and
-// this file must not be built with per-thread default streams, or the launches and the
-// runtime's copies on stream 0 would no longer be ordered.
-struct Launchable {
-  Kernel stub;
-  cudaKernel_t handle;
-};
+// Launches kernel <K, D, Op> (device/driver_launch.h).
+using Launch = CudaOutcome (*)(const CollArgs& args, CUstream stream, bool overlap);
 
 template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
-const Launchable* launchable() {
-  static const Launchable entry = [] {
-    Launchable l{coll_kernel<K, D, Op>, nullptr};
-    if (cudaGetKernel(&l.handle, reinterpret_cast<const void*>(l.stub)) != cudaSuccess) {
-      l.handle = nullptr;
-      (void)cudaGetLastError();
-    }
-    return l;
-  }();
-  return &entry;
+CudaOutcome launch_one(const CollArgs& args, CUstream stream, bool overlap) {
+  return launch_kernel<coll_kernel<K, D, Op>>(
+      {static_cast<unsigned>(args.n_blocks), kThreads, stream, overlap}, args);
 }
 
 // The reducing kinds' dispatch: dtype, then op (the host half checked both).
 template <CollKind K, tmashmem_dtype_t D>
-const Launchable* reducing_kernel(int op) {
-  if (op == TMASHMEM_REDUCE_MIN) return launchable<K, D, RedOp::Min>();
-  if (op == TMASHMEM_REDUCE_MAX) return launchable<K, D, RedOp::Max>();
-  return launchable<K, D, RedOp::Sum>();
+Launch reducing_kernel(int op) {
+  if (op == TMASHMEM_REDUCE_MIN) return launch_one<K, D, RedOp::Min>;
+  if (op == TMASHMEM_REDUCE_MAX) return launch_one<K, D, RedOp::Max>;
+  return launch_one<K, D, RedOp::Sum>;
 }
 
 template <CollKind K>
-const Launchable* reducing_kernel(uint32_t dtype, int op) {
+Launch reducing_kernel(uint32_t dtype, int op) {
   switch (dtype) {
     case TMASHMEM_DTYPE_F32:
       return reducing_kernel<K, TMASHMEM_DTYPE_F32>(op);
@@ -167,16 +150,16 @@ const Launchable* reducing_kernel(uint32_t dtype, int op) {
 }
 
 // Anything the host half did not check is an internal error: nullptr.
-const Launchable* kernel_for(const CollArgs& a) {
+Launch kernel_for(const CollArgs& a) {
   switch (a.kind) {
     case CollKind::Allgather:
-      return launchable<CollKind::Allgather>();
+      return launch_one<CollKind::Allgather>;
     case CollKind::Alltoall:
-      return launchable<CollKind::Alltoall>();
+      return launch_one<CollKind::Alltoall>;
     case CollKind::Alltoallv:
-      return launchable<CollKind::Alltoallv>();
+      return launch_one<CollKind::Alltoallv>;
     case CollKind::Broadcast:
-      return launchable<CollKind::Broadcast>();
+      return launch_one<CollKind::Broadcast>;
     case CollKind::ReduceScatter:
       return reducing_kernel<CollKind::ReduceScatter>(a.dtype, a.op);
     case CollKind::Allreduce:
@@ -185,17 +168,9 @@ const Launchable* kernel_for(const CollArgs& a) {
   return nullptr;
 }
 
-CudaOutcome launch(const CollArgs& args, CUstream stream) {
-  const Launchable* k = kernel_for(args);
-  if (k == nullptr) return cuda_outcome(cudaErrorInvalidValue);
-  if (k->handle == nullptr) {
-    k->stub<<<args.n_blocks, kThreads, 0, stream>>>(args);
-    return cuda_outcome(cudaGetLastError());
-  }
-  void* params[] = {const_cast<CollArgs*>(&args)};
-  return cuda_outcome(driver().cuLaunchKernel(reinterpret_cast<CUfunction>(k->handle),
-                                              static_cast<unsigned>(args.n_blocks), 1, 1, kThreads,
-                                              1, 1, 0, stream, params, nullptr));
+CudaOutcome launch(const CollArgs& args, CUstream stream, bool overlap) {
+  const Launch k = kernel_for(args);
+  return k == nullptr ? cuda_outcome(cudaErrorInvalidValue) : k(args, stream, overlap);
 }
 
 const CollectiveKernels kKernels = {launch};

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "device/cuda_outcome.h"
+#include "device/driver_launch.h"
 #include "runtime/stream_kernels.h"
 #include "tmashmem/device/barrier.cuh"
 #include "tmashmem/device/signal.cuh"
@@ -54,11 +55,13 @@ __global__ void signal_wait_timeout_kernel(const uint64_t* sig, Cmp cmp, uint64_
   detail::fence_sc_sys();
 }
 
-// Each entry reports its own outcome only. The library's CUDA runtime keeps one pending
-// error per thread, which a failed call (a rejected launch or copy) leaves set and which the
-// next cudaGetLastError would report; so every entry clears it before it starts, and reads
-// and clears its own afterwards. A sticky error (the context is unusable) cannot be cleared:
-// it fails this entry's own work too, and is then its outcome.
+// Each entry reports its own outcome only. The kernels launch through the driver
+// (device/driver_launch.h: a driver launch's outcome is its own result). The library's CUDA
+// runtime keeps one pending error per thread, which a failed runtime call leaves set and which
+// the next cudaGetLastError would report; so the entries that call the runtime (enter_device,
+// copy) clear it before they start, and read and clear their own afterwards. A sticky error
+// (the context is unusable) cannot be cleared: it fails this entry's own work too, and is then
+// its outcome.
 void forget_earlier_errors() { (void)cudaGetLastError(); }
 
 // `error` from a runtime call, with the thread's pending error cleared.
@@ -66,9 +69,6 @@ CudaOutcome finished(cudaError_t error) {
   const cudaError_t pending = cudaGetLastError();
   return cuda_outcome(error != cudaSuccess ? error : pending);
 }
-
-// A launch's outcome: the error it left pending.
-CudaOutcome launched() { return finished(cudaSuccess); }
 
 CudaOutcome enter_device(int ordinal, int* previous) {
   forget_earlier_errors();
@@ -87,29 +87,21 @@ void leave_device(int previous) {
 }
 
 CudaOutcome barrier_all(const tmashmem_ctx_t& ctx, CUstream stream) {
-  forget_earlier_errors();
-  barrier_all_kernel<<<1, kBarrierThreads, 0, stream>>>(ctx);
-  return launched();
+  return launch_kernel<barrier_all_kernel>({1, kBarrierThreads, stream}, ctx);
 }
 
 CudaOutcome signal_op(uint64_t* remote, uint64_t value, int op, CUstream stream) {
-  forget_earlier_errors();
-  signal_op_kernel<<<1, 1, 0, stream>>>(remote, value, static_cast<SignalOp>(op));
-  return launched();
+  return launch_kernel<signal_op_kernel>({1, 1, stream}, remote, value, static_cast<SignalOp>(op));
 }
 
 CudaOutcome signal_wait(const uint64_t* local, int cmp, uint64_t value, CUstream stream) {
-  forget_earlier_errors();
-  signal_wait_kernel<<<1, 1, 0, stream>>>(local, static_cast<Cmp>(cmp), value);
-  return launched();
+  return launch_kernel<signal_wait_kernel>({1, 1, stream}, local, static_cast<Cmp>(cmp), value);
 }
 
-CudaOutcome signal_wait_timeout(const uint64_t* local, int cmp, uint64_t value,
-                                uint64_t timeout_ns, int32_t* status, CUstream stream) {
-  forget_earlier_errors();
-  signal_wait_timeout_kernel<<<1, 1, 0, stream>>>(local, static_cast<Cmp>(cmp), value, timeout_ns,
-                                                  status);
-  return launched();
+CudaOutcome signal_wait_timeout(const uint64_t* local, int cmp, uint64_t value, uint64_t timeout_ns,
+                                int32_t* status, CUstream stream) {
+  return launch_kernel<signal_wait_timeout_kernel>({1, 1, stream}, local, static_cast<Cmp>(cmp),
+                                                   value, timeout_ns, status);
 }
 
 CudaOutcome copy(void* dest, const void* src, size_t bytes, CUstream stream) {

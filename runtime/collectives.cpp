@@ -114,12 +114,29 @@ int device_sms(const Runtime& rt) {
 // collectives' CTAs spend most of their time waiting for memory, and a kernel overlapped
 // with them keeps the rest; the share, because PEs sharing one GPU (under MPS) must all
 // have their CTAs resident at once for the handshakes to progress.
+int pes_sharing_gpu(const Runtime& rt) {
+  return rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
+}
+
 int default_ctas(const Runtime& rt, size_t per_pe_bytes) {
-  const int sharing = rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
+  const int sharing = pes_sharing_gpu(rt);
   int ctas = std::max(1, device_sms(rt) / (2 * sharing));
   ctas = std::min(ctas, TMASHMEM_COLL_MAX_SMS);
   const size_t by_size = std::max<size_t>(1, (per_pe_bytes + kBytesPerCta - 1) / kBytesPerCta);
   return static_cast<int>(std::min<size_t>(static_cast<size_t>(ctas), by_size));
+}
+
+// Whether a call's kernel of `ctas` CTAs is launched overlapped with the grid before it on
+// `stream` (TMASHMEM_COLL_PDL; device/driver_launch.h). Overlapped, each PE may have two
+// collectives resident at once, the next one waiting for this one, and every PE sharing the
+// GPU must still get its CTAs resident for the handshakes to progress: so only where twice
+// all of their CTAs fit at one per SM. Not on the default and per-thread streams, where it
+// was not measured.
+bool overlap_launch(const Runtime& rt, int ctas, tmashmem_stream_t stream) {
+  if (!rt.config.coll_pdl || stream == nullptr || stream == CU_STREAM_LEGACY ||
+      stream == CU_STREAM_PER_THREAD)
+    return false;
+  return 2L * pes_sharing_gpu(rt) * ctas <= device_sms(rt);
 }
 
 int resolve_algo(int requested, size_t bytes, int n_pes) {
@@ -240,6 +257,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
   Runtime& rt = runtime();
   CollArgs args{};
   int ordinal = -1;
+  bool overlap = false;
   {
     std::lock_guard<std::mutex> lock(rt.mutex);
     TMASHMEM_TRY(check_initialized(q.call));
@@ -306,6 +324,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     args.recv_offsets = q.arrays[2];
     args.timeout_ns = static_cast<uint64_t>(rt.config.bootstrap_timeout_ms) * 1000000ull;
     ordinal = rt.device_ordinal;
+    overlap = overlap_launch(rt, ctas, stream);
   }
   const StreamKernels* device = stream_kernels();
   const CollectiveKernels* k = g_coll_kernels;
@@ -319,7 +338,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
                                              "cudaSetDevice)",
                                              q.call, ordinal)
                                    .c_str());
-  const CudaOutcome done = k->launch(args, stream);
+  const CudaOutcome done = k->launch(args, stream, overlap);
   device->leave_device(previous);
   if (done.code != 0)
     return cuda_error(done, format_string("%s: launching the collective kernel (%d CTA%s)", q.call,

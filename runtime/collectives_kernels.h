@@ -45,8 +45,10 @@ struct CollArgs {
 };
 
 struct CollectiveKernels {
-  // Launches the collective kernel on `stream` (the runtime's device is current).
-  CudaOutcome (*launch)(const CollArgs& args, CUstream stream);
+  // Launches the collective kernel on `stream` (the runtime's device is current); overlap:
+  // with programmatic stream serialization (device/driver_launch.h), which the host half
+  // asks for only where both this collective and the one before can be resident at once.
+  CudaOutcome (*launch)(const CollArgs& args, CUstream stream, bool overlap);
 };
 
 // Called once by device/collectives.cu; `kernels` must outlive the process.

@@ -4,7 +4,7 @@
 // or CTA counts on different PEs) is TMASHMEM_ERROR_SYMMETRY on every PE; calls that pass
 // every check reach the launch, which this build (no device library) refuses with
 // TMASHMEM_ERROR_NOT_SUPPORTED naming the call; with a stand-in table that launches as
-// device/collectives.cu does (the driver table's cuLaunchKernel), a launch the driver refuses
+// device/driver_launch.h does (the driver table's cuLaunchKernelEx), a launch the driver refuses
 // is TMASHMEM_ERROR_CUDA naming the call, the CTAs and the driver's error. The GPU half is
 // tests/gpu/test_collectives.cu.
 #include <cstdint>
@@ -52,7 +52,8 @@ struct TwoBuffers {
   EmulatedRuntime rt;
   char* a = nullptr;
   char* b = nullptr;
-  TwoBuffers() {
+  explicit TwoBuffers(const tmashmem::emu::Options& options = tmashmem::emu::Options())
+      : rt(options) {
     if (rt.status != TMASHMEM_SUCCESS) return;
     a = static_cast<char*>(tmashmem_malloc(1 << 16));
     b = static_cast<char*>(tmashmem_malloc(1 << 16));
@@ -239,14 +240,26 @@ TEST_CASE("collectives: TMASHMEM_DEBUG on one PE makes every PE check every call
 
 namespace {
 
-// Kernel tables whose collective launch calls the driver table's cuLaunchKernel and reports
-// with cuda_outcome(CUresult), as device/collectives.cu's launch does (that file is not in
-// this build; the emulator refuses every launch), for the scope of a test; the tables it
-// replaced come back at scope end.
-tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream stream) {
+// Kernel tables whose collective launch calls the driver table's cuLaunchKernelEx and reports
+// with cuda_outcome(CUresult), as device/driver_launch.h does (that file is not in this
+// build; the emulator refuses every launch), for the scope of a test; the tables it replaced
+// come back at scope end.
+tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream stream, bool) {
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(args.n_blocks);
+  config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
+  config.blockDimX = 512;
+  config.hStream = stream;
   void* params[] = {const_cast<tmashmem::CollArgs*>(&args)};
-  return tmashmem::cuda_outcome(tmashmem::driver().cuLaunchKernel(
-      nullptr, static_cast<unsigned>(args.n_blocks), 1, 1, 512, 1, 1, 0, stream, params, nullptr));
+  return tmashmem::cuda_outcome(
+      tmashmem::driver().cuLaunchKernelEx(&config, nullptr, params, nullptr));
+}
+// A stand-in that records whether the host half asked for an overlapped launch, and
+// launches nothing.
+int g_overlap = -1;  // -1: no launch since the last reset
+tmashmem::CudaOutcome recording_launch(const tmashmem::CollArgs&, CUstream, bool overlap) {
+  g_overlap = overlap ? 1 : 0;
+  return {};
 }
 tmashmem::CudaOutcome stay_on_device(int, int* previous) {
   *previous = -1;
@@ -258,8 +271,9 @@ struct DriverLaunchTables {
   const tmashmem::StreamKernels* saved_stream = tmashmem::stream_kernels();
   const tmashmem::CollectiveKernels* saved_coll = tmashmem::collective_kernels();
   tmashmem::StreamKernels stream{};
-  tmashmem::CollectiveKernels coll{driver_launch};
-  DriverLaunchTables() {
+  tmashmem::CollectiveKernels coll;
+  explicit DriverLaunchTables(tmashmem::CollectiveKernels kernels = {driver_launch})
+      : coll(kernels) {
     stream.enter_device = stay_on_device;
     stream.leave_device = leave;
     tmashmem::register_stream_kernels(&stream);
@@ -295,4 +309,48 @@ TEST_CASE(
   // Without the tables the build's answer is back: no device library.
   ok &= REACHES_LAUNCH(tmashmem_allgather_on_stream(f.b, f.a, 64, 0, no_stream()), "allgather");
   CHECK(all_ranks(ok));
+}
+
+namespace {
+
+// The overlap the host half asked for in one all-gather of 64 bytes on `n_sms` CTAs (-1: the
+// call failed or launched nothing).
+int overlap_of(const TwoBuffers& f, int n_sms, tmashmem_stream_t stream) {
+  g_overlap = -1;
+  const tmashmem_status_t st = tmashmem_allgather_on_stream(f.b, f.a, 64, n_sms, stream);
+  if (st != TMASHMEM_SUCCESS)
+    std::printf("[PE %d] allgather on %d CTAs: %s\n", mpi_rank(), n_sms, tmashmem_last_error());
+  return st == TMASHMEM_SUCCESS ? g_overlap : -1;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "collectives: overlapped launches only with TMASHMEM_COLL_PDL on, on a stream of the "
+    "user's, and where twice the sharing PEs' CTAs fit one per SM") {
+  // 32 SMs: 8 CTAs fit twice for up to 2 PEs sharing the GPU, 17 never (2 * 17 > 32).
+  tmashmem::emu::Options o;
+  o.sm_count = 32;
+  for (const char* setting : {"on", "off"}) {
+    EnvGuard pdl("TMASHMEM_COLL_PDL", setting);
+    TwoBuffers f(o);
+    REQUIRE(all_ranks(f.ready()));
+    const bool on = std::string(setting) == "on";
+    const tmashmem_stream_t s = tmashmem::emu::create_stream(tmashmem_device());
+    bool ok = true;
+    {
+      DriverLaunchTables tables({recording_launch});
+      ok &= overlap_of(f, 8, s) == (on ? 1 : 0);
+      ok &= overlap_of(f, 1, s) == (on ? 1 : 0);
+      ok &= overlap_of(f, 17, s) == 0;
+      ok &= overlap_of(f, 8, no_stream()) == 0;
+      ok &= overlap_of(f, 8, CU_STREAM_LEGACY) == 0;
+      ok &= overlap_of(f, 8, CU_STREAM_PER_THREAD) == 0;
+    }
+    tmashmem::emu::destroy_stream(s);
+    if (!ok)
+      std::printf("[PE %d] TMASHMEM_COLL_PDL=%s: a launch's overlap differs\n", mpi_rank(),
+                  setting);
+    CHECK(all_ranks(ok));
+  }
 }

@@ -1432,8 +1432,7 @@ bool tiled_arguments_valid(const CUtensorMap* map, CUtensorMapDataType dtype, cu
 }
 
 // No kernels run on the emulated driver (the CPU tests link no device library).
-CUresult emu_cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
-                            unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
+CUresult emu_cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**) {
   EMU_ENTER();
   (void)s;
   return CUDA_ERROR_NOT_SUPPORTED;
