@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Landed in the twentieth session (c859c31, with programmatic dependent launch): the patch no
+# longer applies to main; docs/perf/pdl20/run.sh and tools/gpu-suite.sh check what landed.
 # Prepared in the nineteenth session, not run (its device time ran out): driver_launch_h.patch
 # (applies to cbf54e5) moves the collectives' driver launch into device/driver_launch.h, a
 # launch_kernel<K>(grid, block, stream, args...) that converts each argument to K's own

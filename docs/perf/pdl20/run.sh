@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Twentieth session: the on-stream collectives launched with programmatic dependent launch
 # (TMASHMEM_COLL_PDL, device/driver_launch.h) against plain stream order, in one build.
-#   bash docs/perf/pdl20/run.sh [PASS]         (PASS: 1 builds and tests first; 2 does not)
+#   bash docs/perf/pdl20/run.sh [PASS]   (PASS 1 builds and, unless TESTS=0, tests first; others
+#                                         reuse build-gpu/ on the same machine start)
 # Builds build-gpu/ (Release, sm_90a, NVSHMEM; every target, so tools/gpu-suite.sh can reuse it
 # on the same machine start). Pass 1: under MPS, with multicast off, test_collectives*,
 # test_on_stream*, test_collectives_device at np 1, 2 and 4 (PDL on: the default). Then, each
 # pass: `coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5` at np 2 and 4, enqueued and in a graph, with
 # TMASHMEM_COLL_PDL on and off alternating, and NVSHMEM 3.4.5's `coll` beside them.
-# Output: $OUT/x.tgz (r/coll_<tm-on|tm-off|nv>_np<N>_g<0|1>_p<PASS>.csv and .log, tests.log).
+# Output: $OUT/x_p<PASS>.tgz (r/coll_<tm-on|tm-off|nv>_np<N>_g<0|1>_p<PASS>.csv and .log, tests.log).
 set -u
 PASS=${1:-1}
 R=$(pwd); mkdir -p $OUT/r
@@ -21,7 +22,7 @@ if [ "$PASS" = 1 ]; then
 fi
 export TMASHMEM_COLL_PDL=on
 source docs/perf/coll_env.sh
-if [ "$PASS" = 1 ]; then
+if [ "$PASS" = 1 ] && [ "${TESTS:-1}" = 1 ]; then
   (cd $B && timeout 240 ctest --timeout 90 -R '^(test_on_stream|test_on_stream_kernels|test_on_stream_outcome|test_collectives|test_collectives_stress[a-z_]*|test_collectives_device)\.np' --output-on-failure) > $OUT/r/tests.log 2>&1
   echo "ctest rc=$? at $SECONDS s"; grep -E "tests passed|Failed|Timeout" $OUT/r/tests.log
 fi
@@ -34,4 +35,4 @@ for np in 2 4; do for g in 0 1; do
   RUN_TIMEOUT=60 run coll_nv_np${np}_g${g}_p$PASS $np perf_nvshmem coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5 --graph $g
 done; done
 mps_stop
-cd $OUT && tar czf x.tgz r && rm -rf r
+cd $OUT && tar czf x_p$PASS.tgz r && rm -rf r
