@@ -109,15 +109,18 @@ int device_sms(const Runtime& rt) {
   return sms;
 }
 
+// The PEs whose collectives share this PE's GPU, as the CTA choices count them: the whole job
+// when every PE uses this GPU, else 1. A job of several GPUs each shared by several PEs is
+// counted as 1 here (not run on any machine yet; docs/collectives.md, "Known limits").
+int pes_sharing_gpu(const Runtime& rt) {
+  return rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
+}
+
 // The default CTA count (collectives.h): half of this PE's share of the SMs, at most
 // TMASHMEM_COLL_MAX_SMS, and one CTA per kBytesPerCta of data per PE. Half, because the
 // collectives' CTAs spend most of their time waiting for memory, and a kernel overlapped
 // with them keeps the rest; the share, because PEs sharing one GPU (under MPS) must all
 // have their CTAs resident at once for the handshakes to progress.
-int pes_sharing_gpu(const Runtime& rt) {
-  return rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
-}
-
 int default_ctas(const Runtime& rt, size_t per_pe_bytes) {
   const int sharing = pes_sharing_gpu(rt);
   int ctas = std::max(1, device_sms(rt) / (2 * sharing));
