@@ -9,6 +9,10 @@
 # pass: `coll -b 4K -e 1M -f 4 -n 200 -w 20 -r 5` at np 2 and 4, enqueued and in a graph, with
 # TMASHMEM_COLL_PDL on and off alternating, and NVSHMEM 3.4.5's `coll` beside them.
 # Output: $OUT/x_p<PASS>.tgz (r/coll_<tm-on|tm-off|nv>_np<N>_g<0|1>_p<PASS>.csv and .log, tests.log).
+# Ran on one H100 (docs/runs.md, "Twentieth session"): out/calls1-2 (`run.sh 1`, then
+# `run.sh 2 && run.sh 3`, whose pass 2 the then single x.tgz lost), out/call4 (`TESTS=0 run.sh 1
+# && run.sh 2`); out/large: the 4 MiB - 256 MiB rows of calls 5 and 6, their commands in runs.md.
+# Tables: python3 docs/perf/pdl20/table.py docs/perf/pdl20/out/call4
 set -u
 PASS=${1:-1}
 R=$(pwd); mkdir -p $OUT/r
