@@ -31,12 +31,12 @@
 #include "runtime/driver.h"
 
 #if defined(__CUDA_API_PER_THREAD_DEFAULT_STREAM)
-#error "device/driver_launch.h launches through the legacy-stream cuLaunchKernel"
+#error "device/driver_launch.h launches through the legacy-stream cuLaunchKernelEx"
 #endif
 
 namespace tmashmem {
 
-// Kernel K's handle for cuLaunchKernel, or nullptr; looked up on K's first launch.
+// Kernel K's handle for cuLaunchKernelEx, or nullptr; looked up on K's first launch.
 template <auto K>
 cudaKernel_t kernel_handle() {
   static const cudaKernel_t handle = [] {
@@ -82,7 +82,6 @@ CudaOutcome launch_as(void (*)(P...), const LaunchShape& shape, A&&... args) {
         config.gridDimY = config.gridDimZ = 1;
         config.blockDimX = shape.block;
         config.blockDimY = config.blockDimZ = 1;
-        config.sharedMemBytes = 0;
         config.hStream = shape.stream;
         config.attrs = shape.overlap ? &overlap : nullptr;
         config.numAttrs = shape.overlap ? 1 : 0;

@@ -116,14 +116,18 @@ int pes_sharing_gpu(const Runtime& rt) {
   return rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
 }
 
+// Half of this PE's share of the SMs: SMs / (2 x PEs sharing the GPU). The default CTA count
+// stays within it, and a launch is overlapped only within it (so two collectives of every
+// sharing PE fit at one CTA per SM).
+int half_share_ctas(const Runtime& rt) { return device_sms(rt) / (2 * pes_sharing_gpu(rt)); }
+
 // The default CTA count (collectives.h): half of this PE's share of the SMs, at most
 // TMASHMEM_COLL_MAX_SMS, and one CTA per kBytesPerCta of data per PE. Half, because the
 // collectives' CTAs spend most of their time waiting for memory, and a kernel overlapped
 // with them keeps the rest; the share, because PEs sharing one GPU (under MPS) must all
 // have their CTAs resident at once for the handshakes to progress.
 int default_ctas(const Runtime& rt, size_t per_pe_bytes) {
-  const int sharing = pes_sharing_gpu(rt);
-  int ctas = std::max(1, device_sms(rt) / (2 * sharing));
+  int ctas = std::max(1, half_share_ctas(rt));
   ctas = std::min(ctas, TMASHMEM_COLL_MAX_SMS);
   const size_t by_size = std::max<size_t>(1, (per_pe_bytes + kBytesPerCta - 1) / kBytesPerCta);
   return static_cast<int>(std::min<size_t>(static_cast<size_t>(ctas), by_size));
@@ -139,7 +143,7 @@ bool overlap_launch(const Runtime& rt, int ctas, tmashmem_stream_t stream) {
   if (!rt.config.coll_pdl || stream == nullptr || stream == CU_STREAM_LEGACY ||
       stream == CU_STREAM_PER_THREAD)
     return false;
-  return 2L * pes_sharing_gpu(rt) * ctas <= device_sms(rt);
+  return ctas <= half_share_ctas(rt);
 }
 
 int resolve_algo(int requested, size_t bytes, int n_pes) {

@@ -46,8 +46,8 @@ struct CollArgs {
 
 struct CollectiveKernels {
   // Launches the collective kernel on `stream` (the runtime's device is current); overlap:
-  // with programmatic stream serialization (device/driver_launch.h), which the host half
-  // asks for only where both this collective and the one before can be resident at once.
+  // with programmatic stream serialization (device/driver_launch.h), which the host half asks
+  // for only where twice this call's CTAs fit (runtime/collectives.cpp, overlap_launch).
   CudaOutcome (*launch)(const CollArgs& args, CUstream stream, bool overlap);
 };
 

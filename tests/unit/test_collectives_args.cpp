@@ -245,10 +245,7 @@ namespace {
 // build; the emulator refuses every launch), for the scope of a test; the tables it replaced
 // come back at scope end.
 tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream stream, bool) {
-  CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(args.n_blocks);
-  config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
-  config.blockDimX = 512;
+  CUlaunchConfig config{};  // the emulator reads none of it
   config.hStream = stream;
   void* params[] = {const_cast<tmashmem::CollArgs*>(&args)};
   return tmashmem::cuda_outcome(
@@ -267,19 +264,18 @@ tmashmem::CudaOutcome stay_on_device(int, int* previous) {
 }
 void leave(int) {}
 
-struct DriverLaunchTables {
+struct StandInTables {
   const tmashmem::StreamKernels* saved_stream = tmashmem::stream_kernels();
   const tmashmem::CollectiveKernels* saved_coll = tmashmem::collective_kernels();
   tmashmem::StreamKernels stream{};
   tmashmem::CollectiveKernels coll;
-  explicit DriverLaunchTables(tmashmem::CollectiveKernels kernels = {driver_launch})
-      : coll(kernels) {
+  explicit StandInTables(tmashmem::CollectiveKernels kernels = {driver_launch}) : coll(kernels) {
     stream.enter_device = stay_on_device;
     stream.leave_device = leave;
     tmashmem::register_stream_kernels(&stream);
     tmashmem::register_collective_kernels(&coll);
   }
-  ~DriverLaunchTables() {
+  ~StandInTables() {
     tmashmem::register_collective_kernels(saved_coll);
     tmashmem::register_stream_kernels(saved_stream);
   }
@@ -293,7 +289,7 @@ TEST_CASE(
   REQUIRE(all_ranks(f.ready()));
   bool ok = true;
   {
-    DriverLaunchTables tables;
+    StandInTables tables;
     ok &= FAILS(tmashmem_allgather_on_stream(f.b, f.a, 64, 0, no_stream()), TMASHMEM_ERROR_CUDA,
                 "tmashmem_allgather_on_stream", "launching the collective kernel (1 CTA)",
                 "CUDA_ERROR_NOT_SUPPORTED");
@@ -339,7 +335,7 @@ TEST_CASE(
     const tmashmem_stream_t s = tmashmem::emu::create_stream(tmashmem_device());
     bool ok = true;
     {
-      DriverLaunchTables tables({recording_launch});
+      StandInTables tables({recording_launch});
       ok &= overlap_of(f, 8, s) == (on ? 1 : 0);
       ok &= overlap_of(f, 1, s) == (on ? 1 : 0);
       ok &= overlap_of(f, 17, s) == 0;
