@@ -69,11 +69,12 @@ __device__ __forceinline__ Status low_latency_step(const CollArgs& a, const Coll
 template <CollKind K, tmashmem_dtype_t D = TMASHMEM_DTYPE_F32, RedOp Op = RedOp::Sum>
 __global__ void __launch_bounds__(kThreads) coll_kernel(const __grid_constant__ CollArgs a) {
   // An overlapped launch (device/driver_launch.h) may start this grid while the previous one
-  // on the stream is still running: nothing is touched before that grid has finished. Then
-  // the next collective may be scheduled; it waits here in turn, so at most two collectives
-  // of one stream are resident at once.
+  // on the stream is still running: nothing is touched before that grid has finished. Then,
+  // where the host half found room for two (fits_twice), the next collective may be
+  // scheduled; it waits here in turn, so at most two collectives of one stream are resident
+  // at once, both within the room. Without the trigger the next one starts when this ends.
   detail::griddepcontrol_wait();
-  detail::griddepcontrol_launch_dependents();
+  if (a.let_next_overlap) detail::griddepcontrol_launch_dependents();
   const char* what = kCallNames[static_cast<int>(K)];
   const int b = static_cast<int>(blockIdx.x), parts = static_cast<int>(gridDim.x);
   const CollState st = coll_pad_state(a.ctx);

@@ -133,17 +133,21 @@ int default_ctas(const Runtime& rt, size_t per_pe_bytes) {
   return static_cast<int>(std::min<size_t>(static_cast<size_t>(ctas), by_size));
 }
 
-// Whether a call's kernel of `ctas` CTAs is launched overlapped with the grid before it on
-// `stream` (TMASHMEM_COLL_PDL; device/driver_launch.h). Overlapped, each PE may have two
-// collectives resident at once, the next one waiting for this one, and every PE sharing the
-// GPU must still get its CTAs resident for the handshakes to progress: so only where twice
-// all of their CTAs fit at one per SM. Not on the default and per-thread streams, where it
-// was not measured.
+// Whether a collective of `ctas` CTAs may share the GPU with the one after it on its stream
+// (TMASHMEM_COLL_PDL; device/driver_launch.h): such a kernel lets the next be scheduled early
+// (let_next_overlap), and only such a call is launched overlapped with the one before it. Every
+// PE sharing the GPU must still get its CTAs resident for the handshakes to progress; with
+// both sides of every overlap within SMs / (2 x sharing PEs) CTAs, two collectives of every
+// PE fit at one CTA per SM.
+bool fits_twice(const Runtime& rt, int ctas) {
+  return rt.config.coll_pdl && ctas <= half_share_ctas(rt);
+}
+
+// Whether a call's kernel is launched overlapped with the grid before it on `stream`: where it
+// fits twice, and not on the default and per-thread streams, where it was not measured.
 bool overlap_launch(const Runtime& rt, int ctas, tmashmem_stream_t stream) {
-  if (!rt.config.coll_pdl || stream == nullptr || stream == CU_STREAM_LEGACY ||
-      stream == CU_STREAM_PER_THREAD)
-    return false;
-  return ctas <= half_share_ctas(rt);
+  return fits_twice(rt, ctas) && stream != nullptr && stream != CU_STREAM_LEGACY &&
+         stream != CU_STREAM_PER_THREAD;
 }
 
 int resolve_algo(int requested, size_t bytes, int n_pes) {
@@ -331,6 +335,7 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     args.recv_offsets = q.arrays[2];
     args.timeout_ns = static_cast<uint64_t>(rt.config.bootstrap_timeout_ms) * 1000000ull;
     ordinal = rt.device_ordinal;
+    args.let_next_overlap = fits_twice(rt, ctas) ? 1 : 0;
     overlap = overlap_launch(rt, ctas, stream);
   }
   const StreamKernels* device = stream_kernels();

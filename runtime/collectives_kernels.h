@@ -39,9 +39,11 @@ struct CollArgs {
   uint64_t timeout_ns;
   void* staging;  // this PE's staging region (symmetric), when staged
   uint64_t staging_slot_bytes;
-  int low_latency;    // 1: the LL form through `ll_state` (low_latency.cuh)
-  void* ll_state;     // this PE's LL state (symmetric, zeroed at allocation), when LL
-  uint64_t ll_bytes;  // its bytes (coll_ll_state)
+  int low_latency;       // 1: the LL form through `ll_state` (low_latency.cuh)
+  int let_next_overlap;  // 1: the kernel lets the next overlapped collective on its stream be
+                         // scheduled before it ends (runtime/collectives.cpp, fits_twice)
+  void* ll_state;        // this PE's LL state (symmetric, zeroed at allocation), when LL
+  uint64_t ll_bytes;     // its bytes (coll_ll_state)
 };
 
 struct CollectiveKernels {

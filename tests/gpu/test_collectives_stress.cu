@@ -4,7 +4,12 @@
 //    checked on the GPU after it, with no host synchronisation in between: a peer still
 //    reading or writing a buffer after the call returned would show up as a wrong element;
 //  - the same sequence captured into a CUDA graph and replayed with a new seed each time
-//    (the seed is read from device memory when the graph runs).
+//    (the seed is read from device memory when the graph runs);
+//  - the same sequence between a user's kernels that use programmatic dependent launch: the
+//    kernel before the collectives lets them be scheduled at its start and writes their
+//    sources only after a delay, and the check after them is launched overlapped and waits
+//    for them with cudaGridDependencySynchronize (docs/collectives.md, "Launch": what an
+//    overlapped collective must see, and what a user's overlapped kernel must do).
 // Every error records the first bad (round, step, index, expected, seen) on the GPU; the
 // host prints it naming the PE (coll_failure.cuh). The device-callable forms:
 // test_collectives_device.cu.
@@ -19,8 +24,15 @@ using namespace coll_test;
 namespace {
 
 // src of this PE for one round: `count` i32 values and `bytes` pattern bytes (a2a: n x).
+// early_ns > 0: the kernel first lets the next one on the stream be scheduled (programmatic
+// dependent launch), then spins that long before it writes: a collective that read its
+// source before this grid had finished would see the previous round's data.
 __global__ void generate(int32_t* ints, size_t count, uint8_t* bytes, size_t n_bytes,
-                         const uint64_t* base, uint64_t round, int me) {
+                         const uint64_t* base, uint64_t round, int me, uint64_t early_ns = 0) {
+  if (early_ns > 0) {
+    cudaTriggerProgrammaticLaunchCompletion();
+    spin_ns(early_ns);
+  }
   const uint64_t s = round_seed(*base, round, me);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count || i < n_bytes;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -29,9 +41,12 @@ __global__ void generate(int32_t* ints, size_t count, uint8_t* bytes, size_t n_b
   }
 }
 
+// Launched overlapped (check_overlapped) it may start before the collectives before it have
+// finished: it waits for them first, as every overlapped kernel must.
 __global__ void check(const int32_t* sum, size_t count, const uint8_t* gathered, size_t ag_bytes,
                       const uint8_t* a2a, size_t a2a_bytes, const uint64_t* base, uint64_t round,
                       int me, int n, Failure* f) {
+  cudaGridDependencySynchronize();  // a no-op where the launch was not overlapped
   const uint64_t b = *base;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -90,18 +105,38 @@ struct Stress {
   }
 
   // One round on `stream`: generate, the three collectives, check. `algo` alternates.
-  bool enqueue(cudaStream_t stream, uint64_t round, int algo) {
+  // early_ns > 0: the round's last generate lets the collectives be scheduled early (see
+  // generate), and the check is launched overlapped with them.
+  bool enqueue(cudaStream_t stream, uint64_t round, int algo, uint64_t early_ns = 0) {
     size_t a2a_total = a2a_bytes * size_t(n);
-    generate<<<8, 256, 0, stream>>>(ints, count, ag_src, ag_bytes, base, round, me);
     generate<<<8, 256, 0, stream>>>(nullptr, 0, a2a_src, a2a_total, base, round, me);
+    generate<<<8, 256, 0, stream>>>(ints, count, ag_src, ag_bytes, base, round, me, early_ns);
     bool ok = GPU_TEST_CUDA(cudaGetLastError());
     ok &= GPU_TEST_TM(tmashmem_allreduce_on_stream(sum, ints, count, TMASHMEM_DTYPE_I32,
                                                    TMASHMEM_REDUCE_SUM, algo, 0, stream));
     ok &= GPU_TEST_TM(tmashmem_allgather_on_stream(ag_dst, ag_src, ag_bytes, 2, stream));
     ok &= GPU_TEST_TM(tmashmem_alltoall_on_stream(a2a_dst, a2a_src, a2a_bytes, 0, stream));
+    if (early_ns > 0) return ok && check_overlapped(stream, round);
     check<<<8, 256, 0, stream>>>(sum, count, ag_dst, ag_bytes, a2a_dst, a2a_bytes, base, round, me,
                                  n, failure);
     return ok && GPU_TEST_CUDA(cudaGetLastError());
+  }
+
+  // The check, launched with programmatic stream serialization.
+  bool check_overlapped(cudaStream_t stream, uint64_t round) {
+    cudaLaunchAttribute overlap{};
+    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(8);
+    config.blockDim = dim3(256);
+    config.stream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    return GPU_TEST_CUDA(cudaLaunchKernelEx(
+        &config, check, static_cast<const int32_t*>(sum), count,
+        static_cast<const uint8_t*>(ag_dst), ag_bytes, static_cast<const uint8_t*>(a2a_dst),
+        a2a_bytes, static_cast<const uint64_t*>(base), round, me, n, failure));
   }
 
   bool result(const char* what) {
@@ -143,6 +178,23 @@ TEST_CASE("collectives: 1,000 back-to-back calls with data changing every call")
     ok &= t.enqueue(f.stream, r, 1 + static_cast<int>(r % 2));  // one-shot, two-shot, ...
   ok &= GPU_TEST_CUDA(cudaStreamSynchronize(f.stream));
   ok &= t.result("back-to-back");
+  CHECK(all_ranks(f.finish(ok)));
+}
+
+TEST_CASE(
+    "collectives: between a user's kernels with programmatic dependent launch, the one before "
+    "writing their sources late and the one after launched overlapped") {
+  StressFixture f;
+  REQUIRE(f.ready);
+  Stress& t = f.t;
+  const uint64_t base = seed_for(0x9D1A, 0);
+  bool ok = GPU_TEST_CUDA(cudaMemcpy(t.base, &base, sizeof base, cudaMemcpyHostToDevice));
+  // 20 us: several collectives' launch latencies, so an early read would see old data.
+  const uint64_t rounds = env_count("TMASHMEM_TEST_COLL_ROUNDS", 1000) / 5, early_ns = 20000;
+  for (uint64_t r = 0; r < rounds && ok; ++r)
+    ok &= t.enqueue(f.stream, r, 1 + static_cast<int>(r % 2), early_ns);
+  ok &= GPU_TEST_CUDA(cudaStreamSynchronize(f.stream));
+  ok &= t.result("overlapped with the user's kernels");
   CHECK(all_ranks(f.finish(ok)));
 }
 

@@ -251,11 +251,11 @@ tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream str
   return tmashmem::cuda_outcome(
       tmashmem::driver().cuLaunchKernelEx(&config, nullptr, params, nullptr));
 }
-// A stand-in that records whether the host half asked for an overlapped launch, and
-// launches nothing.
+// A stand-in that records whether the host half asked for an overlapped launch and whether
+// the kernel would let the next one overlap it (2 * that + overlap), and launches nothing.
 int g_overlap = -1;  // -1: no launch since the last reset
-tmashmem::CudaOutcome recording_launch(const tmashmem::CollArgs&, CUstream, bool overlap) {
-  g_overlap = overlap ? 1 : 0;
+tmashmem::CudaOutcome recording_launch(const tmashmem::CollArgs& args, CUstream, bool overlap) {
+  g_overlap = 2 * args.let_next_overlap + (overlap ? 1 : 0);
   return {};
 }
 tmashmem::CudaOutcome stay_on_device(int, int* previous) {
@@ -309,8 +309,9 @@ TEST_CASE(
 
 namespace {
 
-// The overlap the host half asked for in one all-gather of 64 bytes on `n_sms` CTAs (-1: the
-// call failed or launched nothing).
+// What recording_launch saw of one all-gather of 64 bytes on `n_sms` CTAs (-1: the call
+// failed or launched nothing): 3 overlapped and letting the next overlap, 2 letting the next
+// overlap only, 0 neither.
 int overlap_of(const TwoBuffers& f, int n_sms, tmashmem_stream_t stream) {
   g_overlap = -1;
   const tmashmem_status_t st = tmashmem_allgather_on_stream(f.b, f.a, 64, n_sms, stream);
@@ -323,7 +324,8 @@ int overlap_of(const TwoBuffers& f, int n_sms, tmashmem_stream_t stream) {
 
 TEST_CASE(
     "collectives: overlapped launches only with TMASHMEM_COLL_PDL on, on a stream of the "
-    "user's, and where twice the sharing PEs' CTAs fit one per SM") {
+    "user's, and where twice the sharing PEs' CTAs fit one per SM; the kernel lets the next "
+    "overlap it only where it fits so itself") {
   // 32 SMs: 8 CTAs fit twice for up to 2 PEs sharing the GPU, 17 never (2 * 17 > 32).
   tmashmem::emu::Options o;
   o.sm_count = 32;
@@ -336,12 +338,12 @@ TEST_CASE(
     bool ok = true;
     {
       StandInTables tables({recording_launch});
-      ok &= overlap_of(f, 8, s) == (on ? 1 : 0);
-      ok &= overlap_of(f, 1, s) == (on ? 1 : 0);
+      ok &= overlap_of(f, 8, s) == (on ? 3 : 0);
+      ok &= overlap_of(f, 1, s) == (on ? 3 : 0);
       ok &= overlap_of(f, 17, s) == 0;
-      ok &= overlap_of(f, 8, no_stream()) == 0;
-      ok &= overlap_of(f, 8, CU_STREAM_LEGACY) == 0;
-      ok &= overlap_of(f, 8, CU_STREAM_PER_THREAD) == 0;
+      ok &= overlap_of(f, 8, no_stream()) == (on ? 2 : 0);
+      ok &= overlap_of(f, 8, CU_STREAM_LEGACY) == (on ? 2 : 0);
+      ok &= overlap_of(f, 8, CU_STREAM_PER_THREAD) == (on ? 2 : 0);
     }
     tmashmem::emu::destroy_stream(s);
     if (!ok)
