@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Twentieth session: the lean GPU check of let_next_overlap.patch (a kernel lets the next
-# collective overlap it only where it fits twice itself), one call on a fresh machine; not run
+# collective overlap it only where it fits twice itself; landed in the twenty-first session as
+# 523639f, so run this alone now), one call on a fresh machine; not run
 # (the device time left could not start one):
 #   git apply docs/perf/pdl20/let_next_overlap.patch && bash docs/perf/pdl20/verify.sh
 # Builds tmashmem, the collectives' and on-stream tests and tmashmem-perf in build-gpu/
