@@ -75,12 +75,10 @@ int device_sms(const Runtime& rt) {
   return sms;
 }
 
-// The PEs whose collectives share this PE's GPU, as the CTA choices count them: the whole job
-// when every PE uses this GPU, else 1. A job of several GPUs each shared by several PEs is
-// counted as 1 here (not run on any machine yet; docs/collectives.md, "Known limits").
-int pes_sharing_gpu(const Runtime& rt) {
-  return rt.one_gpu ? std::max(1, rt.bootstrap->size()) : 1;
-}
+// The PEs whose collectives share a GPU, as the CTA choices count them: every PE's CTAs on one
+// GPU must be resident at once for the handshakes to progress. The most on any GPU of the job,
+// so that every PE's default CTA count is the same (the symmetry check compares them).
+int pes_sharing_gpu(const Runtime& rt) { return std::max(1, rt.most_pes_per_gpu); }
 
 // Half of this PE's share of the SMs: SMs / (2 x PEs sharing the GPU). The default CTA count
 // stays within it, and a launch is overlapped only within it (so two collectives of every

@@ -3,6 +3,7 @@
 // bootstrap it starts is decided in runtime/bootstrap_select.cpp.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -235,10 +236,17 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
     rt.reachable[static_cast<size_t>(s)] =
         ((mine.reach_mask >> s) & 1) && ((theirs >> rt.my_slot) & 1);
   }
-  rt.one_gpu = true;
-  for (const PeInfo& p : all)
-    rt.one_gpu = rt.one_gpu && std::memcmp(&p.uuid, &mine.uuid, sizeof(CUuuid)) == 0;
-  rt.one_gpu = rt.one_gpu && rt.n_local_pes == bs.size();
+  // GPUs are told apart by UUID, which is unique across nodes too.
+  rt.most_pes_per_gpu = 1;
+  int pes_on_my_gpu = 0;
+  for (const PeInfo& p : all) {
+    int sharing = 0;
+    for (const PeInfo& q : all)
+      sharing += std::memcmp(&p.uuid, &q.uuid, sizeof(CUuuid)) == 0 ? 1 : 0;
+    rt.most_pes_per_gpu = std::max(rt.most_pes_per_gpu, sharing);
+    pes_on_my_gpu += std::memcmp(&p.uuid, &mine.uuid, sizeof(CUuuid)) == 0 ? 1 : 0;
+  }
+  rt.one_gpu = pes_on_my_gpu == bs.size() && rt.n_local_pes == bs.size();
   // TMASHMEM_DEBUG may differ between PEs, but whether the collectives check every call
   // (a collective exchange) must not: every PE checks every call when any PE debugs.
   rt.coll_check_every_call = false;

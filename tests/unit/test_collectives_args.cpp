@@ -326,7 +326,8 @@ TEST_CASE(
     "collectives: overlapped launches only with TMASHMEM_COLL_PDL on, on a stream of the "
     "user's, and where twice the sharing PEs' CTAs fit one per SM; the kernel lets the next "
     "overlap it only where it fits so itself") {
-  // 32 SMs: 8 CTAs fit twice for up to 2 PEs sharing the GPU, 17 never (2 * 17 > 32).
+  // One GPU of 32 SMs shared by every PE: calls of up to 32 / (2 x PEs) CTAs fit twice (16 at
+  // 1 PE, 8 at 2, 4 at 4), 17 never (2 * 17 > 32).
   tmashmem::emu::Options o;
   o.sm_count = 32;
   for (const char* setting : {"on", "off"}) {
@@ -334,16 +335,18 @@ TEST_CASE(
     TwoBuffers f(o);
     REQUIRE(all_ranks(f.ready()));
     const bool on = std::string(setting) == "on";
+    const int most = 32 / (2 * tmashmem_n_pes());
     const tmashmem_stream_t s = tmashmem::emu::create_stream(tmashmem_device());
     bool ok = true;
     {
       StandInTables tables({recording_launch});
-      ok &= overlap_of(f, 8, s) == (on ? 3 : 0);
+      ok &= overlap_of(f, most, s) == (on ? 3 : 0);
       ok &= overlap_of(f, 1, s) == (on ? 3 : 0);
+      ok &= overlap_of(f, most + 1, s) == 0;
       ok &= overlap_of(f, 17, s) == 0;
-      ok &= overlap_of(f, 8, no_stream()) == (on ? 2 : 0);
-      ok &= overlap_of(f, 8, CU_STREAM_LEGACY) == (on ? 2 : 0);
-      ok &= overlap_of(f, 8, CU_STREAM_PER_THREAD) == (on ? 2 : 0);
+      ok &= overlap_of(f, most, no_stream()) == (on ? 2 : 0);
+      ok &= overlap_of(f, most, CU_STREAM_LEGACY) == (on ? 2 : 0);
+      ok &= overlap_of(f, most, CU_STREAM_PER_THREAD) == (on ? 2 : 0);
     }
     tmashmem::emu::destroy_stream(s);
     if (!ok)
@@ -351,4 +354,30 @@ TEST_CASE(
                   setting);
     CHECK(all_ranks(ok));
   }
+}
+
+TEST_CASE("collectives: the overlap rule counts the most PEs that share one GPU") {
+  // Two GPUs of 32 SMs; PE r uses GPU r % 2 (local rank modulo devices). With at most k PEs on
+  // one GPU, every PE takes calls of up to 32 / (2 k) CTAs overlapped: 16 at 1 and 2 PEs, 8 at
+  // 3 (2 on GPU 0, 1 on GPU 1) and 4 (2 on each).
+  tmashmem::emu::Options o;
+  o.sm_count = 32;
+  o.device_count = 2;
+  EnvGuard pdl("TMASHMEM_COLL_PDL", "on");
+  TwoBuffers f(o);
+  REQUIRE(all_ranks(f.ready()));
+  const int sharing = (tmashmem_n_pes() + 1) / 2;
+  const int most = 32 / (2 * sharing);
+  const tmashmem_stream_t s = tmashmem::emu::create_stream(tmashmem_device());
+  bool ok = true;
+  {
+    StandInTables tables({recording_launch});
+    ok &= overlap_of(f, most, s) == 3;
+    ok &= overlap_of(f, most + 1, s) == 0;
+  }
+  tmashmem::emu::destroy_stream(s);
+  if (!ok)
+    std::printf("[PE %d] at most %d PEs on one GPU: the overlap of %d or %d CTAs differs\n",
+                mpi_rank(), sharing, most, most + 1);
+  CHECK(all_ranks(ok));
 }
