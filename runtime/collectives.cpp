@@ -58,32 +58,17 @@ struct Request {
   bool in_place_ok = false;
 };
 
-// SMs of the runtime's device (asked once per init; the caller holds the lock).
-int device_sms(const Runtime& rt) {
-  static CUdevice asked_for = -1;
-  static uint64_t asked_job = 0;
-  static int sms = 0;
-  if (asked_for != rt.device || asked_job != rt.job_id || sms <= 0) {
-    int value = 0;
-    if (driver().cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                      rt.device) != CUDA_SUCCESS)
-      value = 0;
-    sms = value > 0 ? value : 64;
-    asked_for = rt.device;
-    asked_job = rt.job_id;
-  }
-  return sms;
-}
-
 // The PEs whose collectives share a GPU, as the CTA choices count them: every PE's CTAs on one
 // GPU must be resident at once for the handshakes to progress. The most on any GPU of the job,
 // so that every PE's default CTA count is the same (the symmetry check compares them).
 int pes_sharing_gpu(const Runtime& rt) { return std::max(1, rt.most_pes_per_gpu); }
 
-// Half of this PE's share of the SMs: SMs / (2 x PEs sharing the GPU). The default CTA count
-// stays within it, and a launch is overlapped only within it (so two collectives of every
-// sharing PE fit at one CTA per SM).
-int half_share_ctas(const Runtime& rt) { return device_sms(rt) / (2 * pes_sharing_gpu(rt)); }
+// Half of this PE's share of the SMs: SMs / (2 x PEs sharing the GPU), with the fewest SMs of
+// any PE's GPU. The default CTA count stays within it, and a launch is overlapped only within
+// it (so two collectives of every sharing PE fit at one CTA per SM).
+int half_share_ctas(const Runtime& rt) {
+  return std::max(1, rt.fewest_sms) / (2 * pes_sharing_gpu(rt));
+}
 
 // The default CTA count (collectives.h): half of this PE's share of the SMs, at most
 // TMASHMEM_COLL_MAX_SMS, and one CTA per kBytesPerCta of data per PE. Half, because the

@@ -27,6 +27,7 @@ struct PeInfo {
   int32_t fabric_export_ok;
   int32_t pid;
   int32_t debug;        // TMASHMEM_DEBUG (per PE; the collectives' check policy needs any)
+  int32_t sms;          // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT of this PE's GPU
   uint64_t reach_mask;  // bit s: this PE's GPU can load/store local slot s's GPU
 };
 
@@ -89,6 +90,8 @@ tmashmem_status_t describe_self(Runtime& rt, PeInfo* info) {
   info->debug = rt.config.debug;
   TMASHMEM_CU(cuDeviceGetUuid(&info->uuid, rt.device));
   info->ordinal = rt.device_ordinal;
+  TMASHMEM_CU(
+      cuDeviceGetAttribute(&info->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, rt.device));
   TMASHMEM_CU(cuDeviceGetAttribute(
       &info->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, rt.device));
   TMASHMEM_CU(cuDeviceGetAttribute(
@@ -238,8 +241,10 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
   }
   // GPUs are told apart by UUID, which is unique across nodes too.
   rt.most_pes_per_gpu = 1;
+  rt.fewest_sms = mine.sms;
   int pes_on_my_gpu = 0;
   for (const PeInfo& p : all) {
+    rt.fewest_sms = std::min(rt.fewest_sms, p.sms);
     int sharing = 0;
     for (const PeInfo& q : all)
       sharing += std::memcmp(&p.uuid, &q.uuid, sizeof(CUuuid)) == 0 ? 1 : 0;

@@ -63,9 +63,10 @@ struct Runtime {
   int my_slot = 0;
   std::vector<bool> reachable;  // by local slot
   bool one_gpu = false;         // every PE of the job uses this PE's GPU
-  // The most PEs of the job that share one GPU (the same on every PE): what the collectives'
-  // CTA choices count, so that their defaults agree across PEs.
+  // What the collectives' CTA choices count, the same on every PE so that their defaults
+  // agree: the most PEs of the job that share one GPU, and the fewest SMs of any PE's GPU.
   int most_pes_per_gpu = 1;
+  int fewest_sms = 1;
   // The on-stream collectives run their symmetry check on every call, not only on the first
   // of an argument set: TMASHMEM_DEBUG >= 1 on any PE (agreed at init, the same everywhere).
   bool coll_check_every_call = false;

@@ -253,9 +253,12 @@ tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream str
 }
 // A stand-in that records whether the host half asked for an overlapped launch and whether
 // the kernel would let the next one overlap it (2 * that + overlap), and launches nothing.
+// Also its CTA count.
 int g_overlap = -1;  // -1: no launch since the last reset
+int g_ctas = 0;
 tmashmem::CudaOutcome recording_launch(const tmashmem::CollArgs& args, CUstream, bool overlap) {
   g_overlap = 2 * args.let_next_overlap + (overlap ? 1 : 0);
+  g_ctas = args.n_blocks;
   return {};
 }
 tmashmem::CudaOutcome stay_on_device(int, int* previous) {
@@ -379,5 +382,42 @@ TEST_CASE("collectives: the overlap rule counts the most PEs that share one GPU"
   if (!ok)
     std::printf("[PE %d] at most %d PEs on one GPU: the overlap of %d or %d CTAs differs\n",
                 mpi_rank(), sharing, most, most + 1);
+  CHECK(all_ranks(ok));
+}
+
+TEST_CASE("collectives: the default CTA count is the same on PEs whose GPUs differ in SMs") {
+  // PE r's GPU has 32 SMs if r is even, 48 if odd (GPU r % 2 of two). An all-gather of 256 KiB
+  // per PE (direct form: the low-latency and staged forms off) would take 32 / 2 = 16 CTAs on
+  // the one and 24 on the other; every PE takes 16 (the fewest SMs, halved), and the symmetry
+  // check finds no difference. At most 2 PEs share a GPU at np 3 and 4: 8 CTAs.
+  tmashmem::emu::Options o;
+  o.device_count = 2;
+  o.sm_count = mpi_rank() % 2 == 0 ? 32 : 48;
+  EnvGuard ll("TMASHMEM_COLL_LL_BYTES", "0");
+  EnvGuard staged("TMASHMEM_COLL_STAGED", "off");
+  EmulatedRuntime rt(o);
+  REQUIRE(all_ranks(rt.status == TMASHMEM_SUCCESS));
+  const int n = tmashmem_n_pes();
+  const size_t per_pe = size_t(256) << 10;
+  char* src = static_cast<char*>(tmashmem_malloc(per_pe));
+  char* dest = static_cast<char*>(tmashmem_malloc(per_pe * size_t(n)));
+  REQUIRE(all_ranks(src != nullptr && dest != nullptr));
+  const int expected = 32 / (2 * ((n + 1) / 2));
+  bool ok = true;
+  {
+    StandInTables tables({recording_launch});
+    g_ctas = 0;
+    const tmashmem_status_t st = tmashmem_allgather_on_stream(dest, src, per_pe, 0, no_stream());
+    if (st != TMASHMEM_SUCCESS || g_ctas != expected) {
+      std::printf(
+          "[PE %d] allgather of %zu bytes per PE, default CTAs: %s, %d CTAs (expected %d)\n",
+          mpi_rank(), per_pe, st == TMASHMEM_SUCCESS ? "ok" : tmashmem_last_error(), g_ctas,
+          expected);
+      ok = false;
+    }
+  }
+  tmashmem_barrier_all();
+  tmashmem_free(dest);
+  tmashmem_free(src);
   CHECK(all_ranks(ok));
 }
