@@ -10,6 +10,8 @@
 # compared with the run of record (docs/perf/suite_*.csv) and the two with each other.
 # SUITE_TARGETS="t1 t2 ..." builds only those targets (with tmashmem-info), for a mode that
 # runs only some programs (sanitize with SANITIZE_TESTS, tests with a ctest -R regex).
+# SUITE_EXCLUDE: a ctest -E regex of GPU entries to leave out (tests), so that the suite can be
+# split across device calls, e.g. '^test_collectives' and then that regex as the filter.
 # SUITE_CUDA_FLAGS goes to CMAKE_CUDA_FLAGS (sanitize: -lineinfo, for source lines in reports).
 # SUITE_PERF_REPEAT=2 runs the benchmarks a second time on the same build (into
 # perf-rerun/) and compares the two runs row by row (tools/perf/perf.py compare).
@@ -89,7 +91,7 @@ mps_start
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   t0=$(date +%s)
-  (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest -V -L gpu ${FILTER:+-R "$FILTER"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
+  (cd "$BUILD_DIR" && timeout "$(limit "${SUITE_TEST_LIMIT_S:-1500}")" ctest -V -L gpu ${FILTER:+-R "$FILTER"} ${SUITE_EXCLUDE:+-E "$SUITE_EXCLUDE"} --timeout 600) >"$RESULTS/gpu-tests.log" 2>&1
   rc=$?
   grep -E "passed, .* failed|% tests passed|Failed|Timeout|SKIPPED" "$RESULTS/gpu-tests.log" | sed "s/^[0-9]*: //" | sort | uniq -c | head -40
   summary+=("gpu tests: rc=$rc ($(($(date +%s) - t0)) s): $(grep -E '% tests passed' "$RESULTS/gpu-tests.log")")
