@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -239,19 +240,17 @@ tmashmem_status_t init_locked(Runtime& rt, const tmashmem_init_attr_t* attr) {
     rt.reachable[static_cast<size_t>(s)] =
         ((mine.reach_mask >> s) & 1) && ((theirs >> rt.my_slot) & 1);
   }
-  // GPUs are told apart by UUID, which is unique across nodes too.
-  rt.most_pes_per_gpu = 1;
+  // GPUs are told apart by UUID, which is unique across nodes too. All PEs on one GPU is the
+  // same as the busiest GPU holding the whole job.
+  std::map<std::string, int> pes_by_gpu;
   rt.fewest_sms = mine.sms;
-  int pes_on_my_gpu = 0;
+  rt.most_pes_per_gpu = 1;
   for (const PeInfo& p : all) {
     rt.fewest_sms = std::min(rt.fewest_sms, p.sms);
-    int sharing = 0;
-    for (const PeInfo& q : all)
-      sharing += std::memcmp(&p.uuid, &q.uuid, sizeof(CUuuid)) == 0 ? 1 : 0;
-    rt.most_pes_per_gpu = std::max(rt.most_pes_per_gpu, sharing);
-    pes_on_my_gpu += std::memcmp(&p.uuid, &mine.uuid, sizeof(CUuuid)) == 0 ? 1 : 0;
+    const int on_gpu = ++pes_by_gpu[std::string(p.uuid.bytes, sizeof p.uuid.bytes)];
+    rt.most_pes_per_gpu = std::max(rt.most_pes_per_gpu, on_gpu);
   }
-  rt.one_gpu = pes_on_my_gpu == bs.size() && rt.n_local_pes == bs.size();
+  rt.one_gpu = rt.most_pes_per_gpu == bs.size() && rt.n_local_pes == bs.size();
   // TMASHMEM_DEBUG may differ between PEs, but whether the collectives check every call
   // (a collective exchange) must not: every PE checks every call when any PE debugs.
   rt.coll_check_every_call = false;

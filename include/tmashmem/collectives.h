@@ -65,11 +65,12 @@ typedef enum tmashmem_allreduce_algo {
 
 /* `n_sms`, in every call: CTAs the collective runs on, 1..TMASHMEM_COLL_MAX_SMS, or 0 for
  * the default: min(32, SMs / (2 * the most PEs sharing one GPU)), with the fewest SMs of
- * any PE's GPU, and no more than one CTA per 8 KiB of data per PE (at least 1); calls in the low-latency form (at most
- * TMASHMEM_COLL_LL_BYTES per peer) use one CTA per 4 KiB per peer, and staged calls (at
- * most 256 KiB per peer, of the kinds TMASHMEM_COLL_STAGED names) more when each CTA's
- * share must fit its part of the staging region (docs/collectives.md, "The low-latency form",
- * "Staged forms"). It must be the same on every PE. */
+ * any PE's GPU, and no more than one CTA per 8 KiB of data per PE (at least 1); calls in
+ * the low-latency form (at most TMASHMEM_COLL_LL_BYTES per peer) use one CTA per 4 KiB per
+ * peer, and staged calls (at most 256 KiB per peer, of the kinds TMASHMEM_COLL_STAGED
+ * names) more when each CTA's share must fit its part of the staging region
+ * (docs/collectives.md, "The low-latency form", "Staged forms"). It must be the same on
+ * every PE. */
 
 /* dest (n_pes * bytes) on every PE receives PE q's src (bytes) at offset q * bytes.
  * NVSHMEM's fcollect, NCCL's all-gather. bytes 0 is a no-op. */

@@ -323,6 +323,9 @@ int overlap_of(const TwoBuffers& f, int n_sms, tmashmem_stream_t stream) {
   return st == TMASHMEM_SUCCESS ? g_overlap : -1;
 }
 
+// PEs on the busier of two emulated GPUs when PE r uses GPU r % 2 (local rank modulo devices).
+int pes_on_busier_of_two() { return (tmashmem_n_pes() + 1) / 2; }
+
 }  // namespace
 
 TEST_CASE(
@@ -369,7 +372,7 @@ TEST_CASE("collectives: the overlap rule counts the most PEs that share one GPU"
   EnvGuard pdl("TMASHMEM_COLL_PDL", "on");
   TwoBuffers f(o);
   REQUIRE(all_ranks(f.ready()));
-  const int sharing = (tmashmem_n_pes() + 1) / 2;
+  const int sharing = pes_on_busier_of_two();
   const int most = 32 / (2 * sharing);
   const tmashmem_stream_t s = tmashmem::emu::create_stream(tmashmem_device());
   bool ok = true;
@@ -402,7 +405,7 @@ TEST_CASE("collectives: the default CTA count is the same on PEs whose GPUs diff
   char* src = static_cast<char*>(tmashmem_malloc(per_pe));
   char* dest = static_cast<char*>(tmashmem_malloc(per_pe * size_t(n)));
   REQUIRE(all_ranks(src != nullptr && dest != nullptr));
-  const int expected = 32 / (2 * ((n + 1) / 2));
+  const int expected = 32 / (2 * pes_on_busier_of_two());
   bool ok = true;
   {
     StandInTables tables({recording_launch});

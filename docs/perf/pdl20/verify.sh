@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Twentieth session: the lean GPU check of let_next_overlap.patch (a kernel lets the next
-# collective overlap it only where it fits twice itself; landed in the twenty-first session as
-# 523639f, so run this alone now), one call on a fresh machine; not run
-# (the device time left could not start one):
-#   git apply docs/perf/pdl20/let_next_overlap.patch && bash docs/perf/pdl20/verify.sh
+# collective overlap it only where it fits twice itself), one call on a fresh machine. The patch
+# landed in the twenty-first session (523639f); run this alone now, as docs/perf/pdl21/check.sh
+# does: bash docs/perf/pdl20/verify.sh
 # Builds tmashmem, the collectives' and on-stream tests and tmashmem-perf in build-gpu/
 # (Release, sm_90a, WERROR, without NVSHMEM), runs test_collectives*, test_on_stream* and
 # test_collectives_device at np 1, 2 and 4 under MPS with multicast off, then
