@@ -7,10 +7,11 @@
 // with --graph 1, captured into one CUDA graph (runtime <name>-graph). GB/s = size / time
 // (algbw). Not checked (check n/a). -s: tmashmem's n_sms (0: the library's choice), swept;
 // --algo: its all-reduce algorithm. First, the floor of every row, timed the same way: `launch`,
-// an empty kernel in the collectives' launch shape (1 CTA of 512 threads, 32 KiB + 16 of
-// dynamic shared memory), and in the tmashmem build `handshake`, the collectives' handshake
-// alone (Ready and Done with every peer, one CTA, no data). Included by perf.cu after the
-// backend.
+// an empty kernel in the collectives' launch shape (1 CTA of 512 threads); `launch_overlap`,
+// the same launched as tmashmem launches a collective that fits twice (programmatic stream
+// serialization: it waits for the grid before it and lets the next one start at once); and in
+// the tmashmem build `handshake`, the collectives' handshake alone (Ready and Done with every
+// peer, one CTA, no data). Included by perf.cu after the backend.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,6 +72,28 @@ constexpr int kCollThreads = 512;
 constexpr unsigned kCollSmemBytes = 0;
 
 __global__ void coll_launch_kernel() {}
+
+// The collective kernel's first two steps (device/collectives.cu), and nothing else.
+__global__ void coll_launch_overlap_kernel() {
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+
+// Launched with the attribute the library's overlapped launch sets (device/driver_launch.h;
+// the library goes through the driver's cuLaunchKernelEx, this through the runtime's).
+inline void launch_overlapped(cudaStream_t s) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(kCollThreads);
+  config.dynamicSmemBytes = kCollSmemBytes;
+  config.stream = s;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  PERF_CUDA(cudaLaunchKernelEx(&config, coll_launch_overlap_kernel));
+}
 
 #if PERF_TMASHMEM
 __global__ void __launch_bounds__(kCollThreads)
@@ -156,7 +179,8 @@ inline int test_coll(const Options& opt, Report& report, int) {
 #endif
   const std::string runtime = std::string(Runtime::kName) + (opt.graph ? "-graph" : "");
   std::vector<std::pair<std::string, std::function<void()>>> floors = {
-      {"launch", [&] { coll_launch_kernel<<<1, kCollThreads, kCollSmemBytes, stream>>>(); }}};
+      {"launch", [&] { coll_launch_kernel<<<1, kCollThreads, kCollSmemBytes, stream>>>(); }},
+      {"launch_overlap", [&] { launch_overlapped(stream); }}};
 #if PERF_TMASHMEM
   // Zeroed on every PE before any PE returns (tmashmem_calloc), as the handshake needs.
   void* state = tmashmem_calloc(1, tmashmem::coll_state_bytes(1));
