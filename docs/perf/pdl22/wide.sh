@@ -8,7 +8,8 @@
 # the correctness of wide: the test programs at np 2 and 4 (default settings; one PE takes no
 # LL form) and test_collectives{,_stress} with TMASHMEM_COLL_LL_BYTES=1M (the _ll entries);
 # then a second round of the A/B.
-# Output: $OUT/wide.tgz (r/tests.log, r/ab_<tree>_np<N>_<round>.csv and .log, machine.txt).
+# Output: $OUT/wide.tgz (r/tests.log, r/ab_<tree>_np<N>_<round>.csv and .log, r/small_np2_g<graph>.csv
+# and .log, machine.txt).
 set -u
 R=$(pwd); mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
@@ -37,5 +38,12 @@ if [ "${TESTS:-1}" = 1 ]; then
   grep -E "passed, [0-9]+ failed" $OUT/r/tests.log | sort | uniq -c
 fi
 ab 2
+# Where the 4 KiB rows' time goes (twenty-third session): every kind from 64 B to 4 KiB on the
+# base tree at 2 PEs, enqueued and in a graph, beside the floors (launch, launch_overlap).
+B=$R/build-ab/base
+for g in 0 1; do
+  LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
+    run small_np2_g$g 2 tmashmem-perf coll -b 64 -e 4K -f 4 -n 200 -w 20 -r 3 --graph $g
+done
 mps_stop
 cd $OUT && tar czf wide.tgz r && rm -rf r
