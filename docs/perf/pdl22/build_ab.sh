@@ -4,6 +4,8 @@
 #   build-ab/base  BASE (default HEAD): tools/perf/tmashmem-perf, runtime/libtmashmem.so.0
 #   build-ab/wide  BASE + docs/perf/pdl22/wide_ll.patch: the same, and
 #                  tests/test_collectives, test_collectives_stress, test_collectives_device
+# With arguments NAME=PATCH ... (PATCH may be empty), build-ab/NAME for each instead, tmashmem-perf
+# and the library only (docs/perf/pdl23/).
 # Release builds in git worktrees under /tmp, removed afterwards; about 4 minutes on 2 cores. Then, on the device:
 #   run(command="bash docs/perf/pdl22/wide.sh", carry=["build-ab"])
 set -eu
@@ -24,7 +26,11 @@ build() {  # build NAME PATCH TARGETS...
   echo "$name: $(git -C $w log -1 --format=%h)${patch:+ + $patch}"
   git worktree remove --force $w
 }
-build base "" tmashmem-perf
-build wide docs/perf/pdl22/wide_ll.patch tmashmem-perf test_collectives test_collectives_stress \
-  test_collectives_device
+if [ $# -gt 0 ]; then  # NAME=PATCH ...: those trees only, tmashmem-perf and the library
+  for tree in "$@"; do build ${tree%%=*} "${tree#*=}" tmashmem-perf; done
+else
+  build base "" tmashmem-perf
+  build wide docs/perf/pdl22/wide_ll.patch tmashmem-perf test_collectives test_collectives_stress \
+    test_collectives_device
+fi
 du -sh build-ab
