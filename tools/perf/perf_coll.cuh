@@ -4,7 +4,8 @@
 // broadcast buffer, the all-gather receive buffer, the reduce-scatter and all-to-all send
 // buffer, rounded down to whole floats per rank; every rank calls; a sample is the slowest
 // rank's mean time per call over -n calls (after -w warm-up calls), enqueued one by one or,
-// with --graph 1, captured into one CUDA graph (runtime <name>-graph). GB/s = size / time
+// with --graph 1, captured into one CUDA graph (runtime <name>-graph); enqueued, the log also
+// gives the host's time per call to enqueue (slowest rank). GB/s = size / time
 // (algbw). Not checked (check n/a). -s: tmashmem's n_sms (0: the library's choice), swept;
 // --algo: its all-reduce algorithm. First, the floor of every row, timed the same way: `launch`,
 // an empty kernel in the collectives' launch shape (1 CTA of 512 threads); `launch_overlap`,
@@ -17,6 +18,8 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -127,14 +130,21 @@ inline std::vector<double> time_all_ranks(const Options& opt, cudaStream_t s, lo
   cudaEvent_t start, stop;
   PERF_CUDA(cudaEventCreate(&start));
   PERF_CUDA(cudaEventCreate(&stop));
-  std::vector<double> us;
+  std::vector<double> us, host_us;
   for (int r = 0; r < opt.reps; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     PERF_CUDA(cudaEventRecord(start, s));
+    const auto host_start = std::chrono::steady_clock::now();
     if (exec)
       PERF_CUDA(cudaGraphLaunch(exec, s));
     else
       for (long i = 0; i < iters; ++i) enqueue();
+    double host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                            host_start)
+                      .count() /
+                  double(iters);
+    MPI_Allreduce(MPI_IN_PLACE, &host, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    host_us.push_back(host);
     PERF_CUDA(cudaEventRecord(stop, s));
     wait_event(stop, opt.timeout_s, what);
     float ms = 0;
@@ -146,6 +156,12 @@ inline std::vector<double> time_all_ranks(const Options& opt, cudaStream_t s, lo
   PERF_CUDA(cudaEventDestroy(start));
   PERF_CUDA(cudaEventDestroy(stop));
   if (exec) PERF_CUDA(cudaGraphExecDestroy(exec));
+  // Where the host issues calls slower than the GPU runs them, the time above is the host's.
+  if (!exec && mpi_rank() == 0) {
+    std::sort(host_us.begin(), host_us.end());
+    std::printf("# %s: host %.3f us per call to enqueue (median of %d, slowest rank)\n",
+                what.c_str(), host_us[host_us.size() / 2], opt.reps);
+  }
   return us;
 }
 
