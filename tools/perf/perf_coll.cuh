@@ -139,10 +139,10 @@ inline std::vector<double> time_all_ranks(const Options& opt, cudaStream_t s, lo
       PERF_CUDA(cudaGraphLaunch(exec, s));
     else
       for (long i = 0; i < iters; ++i) enqueue();
-    double host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
-                                                            host_start)
-                      .count() /
-                  double(iters);
+    double host =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
+            .count() /
+        double(iters);
     MPI_Allreduce(MPI_IN_PLACE, &host, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     host_us.push_back(host);
     PERF_CUDA(cudaEventRecord(stop, s));
