@@ -143,9 +143,9 @@ inline std::vector<double> time_all_ranks(const Options& opt, cudaStream_t s, lo
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
             .count() /
         double(iters);
+    PERF_CUDA(cudaEventRecord(stop, s));
     MPI_Allreduce(MPI_IN_PLACE, &host, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     host_us.push_back(host);
-    PERF_CUDA(cudaEventRecord(stop, s));
     wait_event(stop, opt.timeout_s, what);
     float ms = 0;
     PERF_CUDA(cudaEventElapsedTime(&ms, start, stop));
