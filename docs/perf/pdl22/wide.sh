@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Twenty-second session, prepared and not run (no device time was left): the low-latency
+# Twenty-second session, prepared; run in the twenty-third (docs/runs.md, "Twenty-third session":
+# 1.02x on the 256 KiB all-reduce at 2 PEs, 0.90-0.99 elsewhere; dropped): the low-latency
 # form on 1024-thread CTAs where a 512-thread CTA would hold more than one line per thread and
 # the call fits twice (wide_ll.patch), against the tree without it. Built on the CPU machine by docs/perf/pdl22/build_ab.sh and carried:
 #   build-ab/base  the base tree: tools/perf/tmashmem-perf, runtime/libtmashmem.so.0
