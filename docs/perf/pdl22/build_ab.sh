@@ -27,7 +27,10 @@ build() {  # build NAME PATCH TARGETS...
   git worktree remove --force $w
 }
 if [ $# -gt 0 ]; then  # NAME=PATCH ...: those trees only, tmashmem-perf and the library
-  for tree in "$@"; do build ${tree%%=*} "${tree#*=}" tmashmem-perf; done
+  for tree in "$@"; do  # WITH_TESTS=1: the collectives' test programs too
+    build ${tree%%=*} "${tree#*=}" tmashmem-perf \
+      ${WITH_TESTS:+test_collectives test_collectives_stress test_collectives_device}
+  done
 else
   build base "" tmashmem-perf
   build wide docs/perf/pdl22/wide_ll.patch tmashmem-perf test_collectives test_collectives_stress \
