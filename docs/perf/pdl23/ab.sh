@@ -8,7 +8,7 @@
 #     batch2=docs/perf/pdl23/batch2.patch  the LL form's polls: up to 2 lines a thread loaded
 #     batch4=docs/perf/pdl23/batch4.patch  (4) before any is waited for (CollLlInflight)
 # `coll -b 64 -e 64K -f 4` at np 2 and 4, enqueued and in a graph, the TREES (default "base
-# pre") alternating within each configuration, ROUNDS rounds (default 1).
+# pre") alternating within each configuration, ROUNDS rounds (default 1), after one warm-up run.
 # Output: $OUT/ab.tgz (r/ab_<tree>_np<N>_g<graph>_<round>.csv and .log, machine.txt); the table:
 #   python3 docs/perf/pdl23/ab_table.py DIR ab base <tree>
 set -u
@@ -17,6 +17,11 @@ R=$(pwd); mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
 for t in $TREES; do md5sum build-ab/$t/tools/perf/tmashmem-perf build-ab/$t/runtime/libtmashmem.so.0; done >> $OUT/r/machine.txt
 source docs/perf/coll_env.sh
+# A first run, not compared: the first process after MPS starts ran slow (its empty launch 3.99
+# µs against 2.94-3.28 in the runs after it, docs/runs.md, "Twenty-third session").
+first=${TREES%% *}
+LD_LIBRARY_PATH=$R/build-ab/$first/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
+  run warmup 2 tmashmem-perf coll -b 4K -e 4K -n 200 -w 20 -r 1
 for round in $(seq ${ROUNDS:-1}); do for np in 2 4; do for g in 0 1; do for tree in $TREES; do
   B=$R/build-ab/$tree
   LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
