@@ -16,7 +16,7 @@ TREES=${TREES:-base pre}
 R=$(pwd); mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
 for t in $TREES; do md5sum build-ab/$t/tools/perf/tmashmem-perf build-ab/$t/runtime/libtmashmem.so.0; done >> $OUT/r/machine.txt
-source docs/perf/coll_env.sh
+NV=${NV:-}; source docs/perf/coll_env.sh  # NVSHMEM not needed here
 # A first run, not compared: the first process after MPS starts ran slow (its empty launch 3.99
 # µs against 2.94-3.28 in the runs after it, docs/runs.md, "Twenty-third session").
 first=${TREES%% *}; B=$R/build-ab/$first

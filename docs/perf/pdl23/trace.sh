@@ -12,7 +12,7 @@ set -u
 R=$(pwd); mkdir -p $OUT/r
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
 md5sum build-ab/trace/tools/perf/tmashmem-perf build-ab/trace/runtime/libtmashmem.so.0 >> $OUT/r/machine.txt
-source docs/perf/coll_env.sh
+NV=${NV:-}; source docs/perf/coll_env.sh  # NVSHMEM not needed here
 B=$R/build-ab/trace
 export LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH
 M="$M -x TMASHMEM_COLL_PDL"
