@@ -20,7 +20,7 @@ NV=${NV:-}; source docs/perf/coll_env.sh  # NVSHMEM not needed here
 # A first run, not compared: the first process after MPS starts ran slow (its empty launch 3.99
 # µs against 2.94-3.28 in the runs after it, docs/runs.md, "Twenty-third session").
 first=${TREES%% *}; B=$R/build-ab/$first
-LD_LIBRARY_PATH=$R/build-ab/$first/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
+LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
   run warmup 2 tmashmem-perf coll -b 4K -e 4K -n 200 -w 20 -r 1
 for round in $(seq ${ROUNDS:-1}); do for np in 2 4; do for g in 0 1; do for tree in $TREES; do
   B=$R/build-ab/$tree

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two trees side by side from the A/B CSVs of docs/perf/pdl22/wide.sh and docs/perf/pdl23/pre.sh
+"""Two trees side by side from the A/B CSVs of docs/perf/pdl22/wide.sh and docs/perf/pdl23/ab.sh
 (<prefix>_<tree>_np<N>[_g<G>]_<round>.csv, each run a fresh process):
    python3 docs/perf/pdl23/ab_table.py DIR PREFIX TREE_A TREE_B
 Per (PEs, graph, op, size): A's and B's median us (first round), then A/B per round (above 1:
