@@ -17,6 +17,11 @@ namespace tmashmem {
 
 enum class CollKind : int { Allgather, ReduceScatter, Allreduce, Alltoall, Alltoallv, Broadcast };
 
+// Where a collective's kernel lets the next overlapped collective on its stream be scheduled
+// (griddepcontrol.launch_dependents; runtime/collectives.cpp, next_trigger): nowhere (the next
+// starts when this one ends), right after its grid dependency wait, or after its step.
+enum class CollTrigger : int { None, AtStart, AfterStep };
+
 // Everything one collective kernel needs, by value (a __grid_constant__ parameter): no
 // state on the host, so a captured launch replays correctly.
 struct CollArgs {
@@ -39,11 +44,11 @@ struct CollArgs {
   uint64_t timeout_ns;
   void* staging;  // this PE's staging region (symmetric), when staged
   uint64_t staging_slot_bytes;
-  int low_latency;       // 1: the LL form through `ll_state` (low_latency.cuh)
-  int let_next_overlap;  // 1: the kernel lets the next overlapped collective on its stream be
-                         // scheduled before it ends (runtime/collectives.cpp, fits_twice)
-  void* ll_state;        // this PE's LL state (symmetric, zeroed at allocation), when LL
-  uint64_t ll_bytes;     // its bytes (coll_ll_state)
+  int low_latency;           // 1: the LL form through `ll_state` (low_latency.cuh)
+  CollTrigger next_trigger;  // where the kernel lets the next overlapped collective on its
+                             // stream be scheduled (runtime/collectives.cpp, next_trigger)
+  void* ll_state;            // this PE's LL state (symmetric, zeroed at allocation), when LL
+  uint64_t ll_bytes;         // its bytes (coll_ll_state)
 };
 
 struct CollectiveKernels {

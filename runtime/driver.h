@@ -56,6 +56,7 @@ namespace tmashmem {
   X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                               \
   X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))           \
   X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext*))                                         \
+  X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus*))                         \
   X(cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**))           \
   X(cuStreamWriteValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))         \
   X(cuStreamWaitValue64, CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))          \

@@ -80,6 +80,10 @@ tmashmem_status_t check_signal(const char* call, const uint64_t* sig) {
   return TMASHMEM_SUCCESS;
 }
 
+const char* const kLiveStreamFix =
+    "pass a live stream (not destroyed) of the device tmashmem_init chose (tmashmem_device()), "
+    "or 0 for the default stream";
+
 tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream stream) {
   if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
     return TMASHMEM_SUCCESS;
@@ -88,9 +92,7 @@ tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream str
   if (r != CUDA_SUCCESS)
     return cuda_error(
         r, format_string("%s: cuStreamGetCtx(stream %p)", call, static_cast<void*>(stream)).c_str(),
-        __FILE__, __LINE__,
-        "pass a live stream (not destroyed) of the device tmashmem_init chose "
-        "(tmashmem_device()), or 0 for the default stream");
+        __FILE__, __LINE__, kLiveStreamFix);
   if (owner != rt.context)
     return set_error(TMASHMEM_ERROR_INVALID_VALUE,
                      "%s: stream %p belongs to CUDA context %p, not to the runtime's context %p "

@@ -58,6 +58,9 @@ tmashmem_status_t check_signal(const char* call, const uint64_t* sig);
 // CUDA_ERROR_CONTEXT_IS_DESTROYED, but may also crash in that lookup (tmashmem.h says so).
 tmashmem_status_t check_stream(const Runtime& rt, const char* call, CUstream stream);
 
+// The fix an error about a stream handle names (check_stream, the collectives' capture query).
+extern const char* const kLiveStreamFix;
+
 // The signal and comparison of a wait; *local gets this PE's (checked) address of `sig`.
 tmashmem_status_t check_wait(const Runtime& rt, const char* call, uint64_t* sig, int cmp,
                              void** local);

@@ -253,11 +253,13 @@ tmashmem::CudaOutcome driver_launch(const tmashmem::CollArgs& args, CUstream str
 }
 // A stand-in that records whether the host half asked for an overlapped launch and whether
 // the kernel would let the next one overlap it (2 * that + overlap), and launches nothing.
-// Also its CTA count.
+// Also where the kernel would trigger, and its CTA count.
 int g_overlap = -1;  // -1: no launch since the last reset
+tmashmem::CollTrigger g_trigger = tmashmem::CollTrigger::None;
 int g_ctas = 0;
 tmashmem::CudaOutcome recording_launch(const tmashmem::CollArgs& args, CUstream, bool overlap) {
-  g_overlap = 2 * args.let_next_overlap + (overlap ? 1 : 0);
+  g_overlap = 2 * (args.next_trigger != tmashmem::CollTrigger::None ? 1 : 0) + (overlap ? 1 : 0);
+  g_trigger = args.next_trigger;
   g_ctas = args.n_blocks;
   return {};
 }
@@ -353,8 +355,26 @@ TEST_CASE(
       ok &= overlap_of(f, most, no_stream()) == (on ? 2 : 0);
       ok &= overlap_of(f, most, CU_STREAM_LEGACY) == (on ? 2 : 0);
       ok &= overlap_of(f, most, CU_STREAM_PER_THREAD) == (on ? 2 : 0);
+      // Where the kernel triggers: after its step, but at its start while the stream is being
+      // captured (runtime/collectives.cpp, next_trigger).
+      using tmashmem::CollTrigger;
+      const CollTrigger enqueued = on ? CollTrigger::AfterStep : CollTrigger::None;
+      ok &= overlap_of(f, most, s) == (on ? 3 : 0) && g_trigger == enqueued;
+      ok &= overlap_of(f, most, no_stream()) == (on ? 2 : 0) && g_trigger == enqueued;
+      tmashmem::emu::set_capturing(s, true);
+      ok &= overlap_of(f, most, s) == (on ? 3 : 0) &&
+            g_trigger == (on ? CollTrigger::AtStart : CollTrigger::None);
+      ok &= overlap_of(f, most + 1, s) == 0 && g_trigger == CollTrigger::None;
+      tmashmem::emu::set_capturing(s, false);
+      ok &= overlap_of(f, most, s) == (on ? 3 : 0) && g_trigger == enqueued;
     }
     tmashmem::emu::destroy_stream(s);
+    if (on) {  // a destroyed stream: the capture query's error names the call and the fix
+      StandInTables tables({recording_launch});
+      ok &= FAILS(tmashmem_allgather_on_stream(f.b, f.a, 64, most, s), TMASHMEM_ERROR_CUDA,
+                  "tmashmem_allgather_on_stream: cuStreamIsCapturing", "CUDA_ERROR_INVALID_HANDLE",
+                  "pass a live stream");
+    }
     if (!ok)
       std::printf("[PE %d] TMASHMEM_COLL_PDL=%s: a launch's overlap differs\n", mpi_rank(),
                   setting);

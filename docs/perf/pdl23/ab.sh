@@ -7,8 +7,9 @@
 #                                          ahead of the step's barrier and counter load
 #     batch2=docs/perf/pdl23/batch2.patch  the LL form's polls: up to 2 lines a thread loaded
 #     batch4=docs/perf/pdl23/batch4.patch  (4) before any is waited for (CollLlInflight)
-# `coll -b 64 -e 64K -f 4` at np 2 and 4, enqueued and in a graph, the TREES (default "base
-# pre") alternating within each configuration, ROUNDS rounds (default 1), after one warm-up run.
+# `coll $SIZES` (default "-b 64 -e 64K -f 4") at np 2 and 4, enqueued and in a graph, the TREES
+# (default "base pre") alternating within each configuration, ROUNDS rounds (default 1), after
+# one warm-up run.
 # Output: $OUT/ab.tgz (r/ab_<tree>_np<N>_g<graph>_<round>.csv and .log, machine.txt); the table:
 #   python3 docs/perf/pdl23/ab_table.py DIR ab base <tree>
 set -u
@@ -25,7 +26,7 @@ LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
 for round in $(seq ${ROUNDS:-1}); do for np in 2 4; do for g in 0 1; do for tree in $TREES; do
   B=$R/build-ab/$tree
   LD_LIBRARY_PATH=$B/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
-    run ab_${tree}_np${np}_g${g}_$round $np tmashmem-perf coll -b 64 -e 64K -f 4 -n 200 -w 20 -r 3 --graph $g
+    run ab_${tree}_np${np}_g${g}_$round $np tmashmem-perf coll ${SIZES:--b 64 -e 64K -f 4} -n 200 -w 20 -r 3 --graph $g
 done; done; done; done
 mps_stop
 cd $OUT && tar czf ab.tgz r && rm -rf r

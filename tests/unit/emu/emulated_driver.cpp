@@ -19,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -103,6 +104,7 @@ struct State {
   std::array<int, 16> multicast_step_calls{};   // by MulticastStep, for injected failures
   std::vector<std::string> multicast_log;
   std::map<CUstream, int> streams;  // create_stream's live streams -> device
+  std::set<CUstream> capturing;     // set_capturing(stream, true)
   int mem_creates = 0;              // cuMemCreate calls so far
 };
 
@@ -1325,6 +1327,23 @@ CUresult emu_cuStreamGetCtx(CUstream stream, CUcontext* context) {
   return CUDA_SUCCESS;
 }
 
+// A stream is capturing from set_capturing(stream, true) to set_capturing(stream, false);
+// the special handles never are. Unknown handles as in cuStreamGetCtx.
+CUresult emu_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  EMU_ENTER();
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    if (t_current.generation != s.generation || t_current.context == nullptr)
+      return CUDA_ERROR_INVALID_CONTEXT;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+  }
+  if (s.streams.find(stream) == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const bool capturing = s.capturing.count(stream) != 0;
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 CUresult emu_cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                                   unsigned int flags) {
   EMU_ENTER();
@@ -1641,7 +1660,20 @@ CUstream create_stream(int device) {
 
 void destroy_stream(CUstream stream) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_state && g_state->streams.erase(stream)) delete reinterpret_cast<char*>(stream);
+  if (g_state && g_state->streams.erase(stream)) {
+    g_state->capturing.erase(stream);
+    delete reinterpret_cast<char*>(stream);
+  }
+}
+
+void set_capturing(CUstream stream, bool capturing) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_state || !g_state->streams.count(stream))
+    throw std::invalid_argument("tmashmem::emu::set_capturing: no such stream");
+  if (capturing)
+    g_state->capturing.insert(stream);
+  else
+    g_state->capturing.erase(stream);
 }
 
 Counts counts() {

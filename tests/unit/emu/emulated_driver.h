@@ -164,6 +164,8 @@ void uninstall();
 // CUDA_ERROR_INVALID_HANDLE for it, as for any handle the emulator never made.
 CUstream create_stream(int device);
 void destroy_stream(CUstream stream);
+// Whether cuStreamIsCapturing reports `stream` (one of create_stream's) as capturing.
+void set_capturing(CUstream stream, bool capturing);
 
 // The origin string of the installed table (DriverApi::origin).
 constexpr const char* kOrigin = "tmashmem-emu";
