@@ -15,13 +15,19 @@
 #   bash docs/perf/pdl24/run.sh nv TREE   base, TREE and NVSHMEM 3.4.5 side by side, `coll -b 4K
 #                                        -e 256K -f 4` at np 2 and 4, enqueued and in a graph,
 #                                        two passes
+#   bash docs/perf/pdl24/run.sh trace TREE  build-ab/trace24 (trace24.patch: docs/perf/pdl23/trace.sh's
+#                                        stamps on this tree) at 64 B - 4 KiB, 2 and 4 PEs,
+#                                        enqueued and in a graph; then TREE enqueued with
+#                                        TMASHMEM_COLL_PDL on and off alternating, two rounds
 #   bash docs/perf/pdl24/run.sh bind TREE  the same enqueued at np 2 and 4, TREE and NVSHMEM,
 #                                        ranks unbound (--bind-to none, as above) and bound to
 #                                        cores (--bind-to core) alternating, three rounds
-# Output: $OUT/ab.tgz and $OUT/build_nv.log; $OUT/tests_TREE.log; $OUT/nv.tgz; $OUT/bind.tgz. Tables (docs/perf/pdl23/ab_table.py):
+# Output: $OUT/ab.tgz and $OUT/build_nv.log; $OUT/tests_TREE.log; $OUT/nv.tgz; $OUT/trace.tgz;
+# $OUT/bind.tgz. Tables (docs/perf/pdl23/ab_table.py):
 #   python3 docs/perf/pdl23/ab_table.py DIR ab base TREE
 #   python3 docs/perf/pdl23/ab_table.py DIR nv nvshmem TREE    (NVSHMEM's time over TREE's)
 #   python3 docs/perf/pdl23/ab_table.py DIR bind nvshmemcore TREEcore    (and ...none)
+#   python3 docs/perf/pdl23/trace_table.py DIR      python3 docs/perf/pdl23/ab_table.py DIR pdl TREEoff TREEon
 set -u
 R=$(pwd); what=$1; tree=${2:-}
 export NV=$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)
@@ -53,6 +59,24 @@ case $what in
     done; done; done
     mps_stop
     cd $OUT && tar czf nv.tgz r && rm -rf r
+    ;;
+  trace)
+    mkdir -p $OUT/r
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $OUT/r/machine.txt
+    md5sum build-ab/{trace24,$tree}/tools/perf/tmashmem-perf build-ab/{trace24,$tree}/runtime/libtmashmem.so.0 >> $OUT/r/machine.txt
+    source docs/perf/coll_env.sh
+    export TMASHMEM_COLL_PDL=on; M="$M -x TMASHMEM_COLL_PDL"
+    for v in "2 0" "2 1" "4 0" "4 1"; do
+      set -- $v
+      B=$R/build-ab/trace24 LD_LIBRARY_PATH=$R/build-ab/trace24/runtime:$LD_LIBRARY_PATH \
+        RUN_TIMEOUT=60 run trace_np$1_g$2_on $1 tmashmem-perf coll -b 64 -e 4K -f 64 -n 200 -w 20 -r 3 --graph $2
+    done
+    for round in 1 2; do for np in 2 4; do for pdl in on off; do
+      B=$R/build-ab/$tree LD_LIBRARY_PATH=$R/build-ab/$tree/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
+        TMASHMEM_COLL_PDL=$pdl run pdl_${tree}${pdl}_np${np}_$round $np tmashmem-perf coll -b 4K -e 256K -f 4 -n 200 -w 20 -r 5
+    done; done; done
+    mps_stop
+    cd $OUT && tar czf trace.tgz r && rm -rf r
     ;;
   bind)
     build_nv; mkdir -p $OUT/r
