@@ -13,8 +13,8 @@
 #                                        into build-nv (`nv` and `bind` build it where missing)
 #   bash docs/perf/pdl24/run.sh tests TREE   TREE's test programs (docs/perf/pdl23/tests.sh)
 #   bash docs/perf/pdl24/run.sh nv TREE   base, TREE and NVSHMEM 3.4.5 side by side, `coll -b 4K
-#                                        -e 256K -f 4` at np 2 and 4, enqueued and in a graph,
-#                                        two passes
+#                                        -e 256K -f 4 -n 200` (SIZES) at np 2 and 4, enqueued
+#                                        and in a graph, two passes (PASSES)
 #   bash docs/perf/pdl24/run.sh trace TREE  build-ab/trace24 (trace24.patch: docs/perf/pdl23/trace.sh's
 #                                        stamps on this tree) at 64 B - 4 KiB, 2 and 4 PEs,
 #                                        enqueued and in a graph; then TREE enqueued with
@@ -49,13 +49,14 @@ case $what in
     { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; echo "NVSHMEM: $NV"
       md5sum build-ab/{base,$tree}/tools/perf/tmashmem-perf build-ab/{base,$tree}/runtime/libtmashmem.so.0; } > $OUT/r/machine.txt
     source docs/perf/coll_env.sh
-    for pass in 1 2; do for np in 2 4; do for g in 0 1; do
+    sizes=${SIZES:--b 4K -e 256K -f 4 -n 200}
+    for pass in $(seq ${PASSES:-2}); do for np in 2 4; do for g in 0 1; do
       for t in base $tree; do
         B=$R/build-ab/$t LD_LIBRARY_PATH=$R/build-ab/$t/runtime:$LD_LIBRARY_PATH RUN_TIMEOUT=60 \
-          run nv_${t}_np${np}_g${g}_$pass $np tmashmem-perf coll -b 4K -e 256K -f 4 -n 200 -w 20 -r 5 --graph $g
+          run nv_${t}_np${np}_g${g}_$pass $np tmashmem-perf coll $sizes -w 20 -r 5 --graph $g
       done
       B=$R/build-nv RUN_TIMEOUT=60 \
-        run nv_nvshmem_np${np}_g${g}_$pass $np perf_nvshmem coll -b 4K -e 256K -f 4 -n 200 -w 20 -r 5 --graph $g
+        run nv_nvshmem_np${np}_g${g}_$pass $np perf_nvshmem coll $sizes -w 20 -r 5 --graph $g
     done; done; done
     mps_stop
     cd $OUT && tar czf nv.tgz r && rm -rf r
