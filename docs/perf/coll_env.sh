@@ -3,9 +3,10 @@
 # MPI as root, NVSHMEM's heap and MPS settings, MPS started, and
 #   run NAME NP PROGRAM ARGS...   one mpirun of $B/tools/perf/PROGRAM (bounded by RUN_TIMEOUT,
 #                                 150 s), its rows into $OUT/r/NAME.csv, its log $OUT/r/NAME.log
+# NV, where set, is NVSHMEM's directory (its lib/ goes first on LD_LIBRARY_PATH).
 # The scripts stop MPS themselves (mps_stop). Of the variables listed below, those set when this
 # file is sourced are forwarded to every rank.
-export LD_LIBRARY_PATH=$NV/lib:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=${NV:+$NV/lib:}${LD_LIBRARY_PATH:-}
 export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export NVSHMEM_SYMMETRIC_SIZE=3G NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 NVSHMEM_DISABLE_NCCL=1
