@@ -2,7 +2,9 @@
 # Twenty-fourth session: the on-stream collectives' kernel with its arguments read into the
 # SM's constant caches before the grid dependency wait (warm.patch), also with 32-bit divisions
 # in the LL path's slice and region arithmetic (warmdiv.patch), and with the next grid's trigger
-# after the step instead of before it (warmlate.patch). Trees built here and carried
+# after the step instead of before it (warmlate.patch); trigger.patch is main's form (3f474c6),
+# trace24.patch its traced build, tlb.patch a prefetch of the peers' pages before the wait
+# (docs/runs.md, "Twenty-fourth session"). Trees built here and carried
 # (carry=["build-ab"]):
 #   bash docs/perf/pdl22/build_ab.sh base=
 #   WITH_TESTS=1 bash docs/perf/pdl22/build_ab.sh warm=docs/perf/pdl24/warm.patch \
@@ -10,7 +12,8 @@
 # From the repository root on the GPU machine:
 #   bash docs/perf/pdl24/run.sh ab        the A/B of all trees (docs/perf/pdl23/ab.sh, 4 KiB -
 #                                        256 KiB, two rounds), then NVSHMEM's benchmark built
-#                                        into build-nv (`nv` and `bind` build it where missing)
+#                                        into build-nv (`nv` and `bind` build it where missing;
+#                                        WITH_NV=0: not)
 #   bash docs/perf/pdl24/run.sh tests TREE   TREE's test programs (docs/perf/pdl23/tests.sh)
 #   bash docs/perf/pdl24/run.sh nv TREE   base, TREE and NVSHMEM 3.4.5 side by side, `coll -b 4K
 #                                        -e 256K -f 4 -n 200` (SIZES) at np 2 and 4, enqueued
@@ -41,7 +44,7 @@ case $what in
   ab)
     TREES=${TREES:-base warm warmdiv warmlate} ROUNDS=2 SIZES="-b 4K -e 256K -f 4" \
       bash docs/perf/pdl23/ab.sh
-    build_nv
+    [ "${WITH_NV:-1}" = 1 ] && build_nv
     ;;
   tests) bash docs/perf/pdl23/tests.sh $tree ;;
   nv)
