@@ -1311,10 +1311,8 @@ bool wait_condition_holds(uint64_t seen, uint64_t value, unsigned type) {
 
 // The special handles name the current context's streams; other handles must be live
 // streams of create_stream (a destroyed or made-up one is CUDA_ERROR_INVALID_HANDLE, where
-// libcuda's behaviour is undefined).
-CUresult emu_cuStreamGetCtx(CUstream stream, CUcontext* context) {
-  EMU_ENTER();
-  if (!context) return CUDA_ERROR_INVALID_VALUE;
+// libcuda's behaviour is undefined). The caller holds the emulator's lock.
+CUresult stream_context(const State& s, CUstream stream, CUcontext* context) {
   if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
     if (t_current.generation != s.generation || t_current.context == nullptr)
       return CUDA_ERROR_INVALID_CONTEXT;
@@ -1327,18 +1325,20 @@ CUresult emu_cuStreamGetCtx(CUstream stream, CUcontext* context) {
   return CUDA_SUCCESS;
 }
 
+CUresult emu_cuStreamGetCtx(CUstream stream, CUcontext* context) {
+  EMU_ENTER();
+  if (!context) return CUDA_ERROR_INVALID_VALUE;
+  return stream_context(s, stream, context);
+}
+
 // A stream is capturing from set_capturing(stream, true) to set_capturing(stream, false);
-// the special handles never are. Unknown handles as in cuStreamGetCtx.
+// the special handles never are. Handles as in cuStreamGetCtx.
 CUresult emu_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
   EMU_ENTER();
   if (!status) return CUDA_ERROR_INVALID_VALUE;
-  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
-    if (t_current.generation != s.generation || t_current.context == nullptr)
-      return CUDA_ERROR_INVALID_CONTEXT;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
-    return CUDA_SUCCESS;
-  }
-  if (s.streams.find(stream) == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
+  CUcontext owner = nullptr;
+  const CUresult r = stream_context(s, stream, &owner);
+  if (r != CUDA_SUCCESS) return r;
   const bool capturing = s.capturing.count(stream) != 0;
   *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
