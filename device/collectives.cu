@@ -43,8 +43,8 @@ __device__ __forceinline__ void finish(const CollArgs& a, Status s, const char* 
 // and the kernel reads them behind branches on earlier ones: without this the first reads
 // miss one after another. Called before griddepcontrol_wait, so that in an overlapped launch
 // the misses overlap the grid before (the parameters are this launch's own; no global memory
-// is touched). Measured with the trigger moves of next_trigger (docs/runs.md, "Twenty-fourth
-// session"): 1.01-1.10x faster in a graph at 2 PEs, 4 KiB - 256 KiB.
+// is touched). Measured on one H100 (docs/runs.md, "Twenty-fourth session"): in a graph at 2
+// PEs, 4 KiB - 256 KiB, a median of 1.05x as fast (0.95-1.14 over the rows of two starts).
 __device__ __forceinline__ void warm_arguments(const CollArgs& a) {
   constexpr unsigned kLines = (sizeof(CollArgs) + 63) / 64;
   static_assert(kLines <= 32 && sizeof(CollArgs) % 4 == 0, "one line per lane");

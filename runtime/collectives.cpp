@@ -103,10 +103,11 @@ bool overlap_launch(const Runtime& rt, int ctas, tmashmem_stream_t stream) {
 // Where a call's kernel lets the next collective on `stream` be scheduled (CollTrigger), once
 // it fits twice: right after its wait where the stream is being captured into a graph, else
 // after its step. Measured on one H100 under MPS (docs/runs.md, "Twenty-fourth session"),
-// the trigger after the step against the one at the start: enqueued 1.04-1.26x faster at 2
-// and 4 PEs, 4 KiB - 256 KiB; in a graph 0.87-0.97x at 2 PEs. An enqueued launch that the
-// trigger releases slows the running kernel's own first steps; a graph's launches are
-// prepared ahead and gain from starting early. The legacy stream is never captured.
+// the trigger after the step against the one at the start, every kind at 4 KiB - 256 KiB:
+// enqueued 1.03-1.26x as fast (medians 1.15 at 2 PEs, 1.08 at 4), in a graph 0.87-1.03x
+// (0.94, 0.97). An enqueued launch that the trigger releases slows the running kernel's own
+// first steps; a graph's launches are prepared ahead and gain from starting early. The
+// legacy stream is never captured.
 tmashmem_status_t next_trigger(const Runtime& rt, const char* call, int ctas,
                                tmashmem_stream_t stream, CollTrigger* out) {
   *out = CollTrigger::None;
