@@ -19,7 +19,6 @@
 #include <iterator>
 #include <map>
 #include <mutex>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -103,9 +102,12 @@ struct State {
   std::map<uintptr_t, bool> multicast_windows;  // reservations that held a multicast mapping
   std::array<int, 16> multicast_step_calls{};   // by MulticastStep, for injected failures
   std::vector<std::string> multicast_log;
-  std::map<CUstream, int> streams;  // create_stream's live streams -> device
-  std::set<CUstream> capturing;     // set_capturing(stream, true)
-  int mem_creates = 0;              // cuMemCreate calls so far
+  struct Stream {
+    int device;
+    bool capturing;  // set_capturing
+  };
+  std::map<CUstream, Stream> streams;  // create_stream's live streams
+  int mem_creates = 0;                 // cuMemCreate calls so far
 };
 
 // One mutex around everything: the runtime may call the driver from several threads, and
@@ -1321,7 +1323,7 @@ CUresult stream_context(const State& s, CUstream stream, CUcontext* context) {
   }
   auto it = s.streams.find(stream);
   if (it == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
-  *context = context_of(it->second);
+  *context = context_of(it->second.device);
   return CUDA_SUCCESS;
 }
 
@@ -1339,7 +1341,8 @@ CUresult emu_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status)
   CUcontext owner = nullptr;
   const CUresult r = stream_context(s, stream, &owner);
   if (r != CUDA_SUCCESS) return r;
-  const bool capturing = s.capturing.count(stream) != 0;
+  const auto it = s.streams.find(stream);
+  const bool capturing = it != s.streams.end() && it->second.capturing;
   *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
@@ -1654,26 +1657,24 @@ CUstream create_stream(int device) {
   if (!g_state || !valid_device(*g_state, device))
     throw std::invalid_argument("tmashmem::emu::create_stream: no such device");
   auto stream = reinterpret_cast<CUstream>(new char);
-  g_state->streams[stream] = device;
+  g_state->streams[stream] = State::Stream{device, false};
   return stream;
 }
 
 void destroy_stream(CUstream stream) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_state && g_state->streams.erase(stream)) {
-    g_state->capturing.erase(stream);
-    delete reinterpret_cast<char*>(stream);
-  }
+  if (g_state && g_state->streams.erase(stream)) delete reinterpret_cast<char*>(stream);
 }
 
 void set_capturing(CUstream stream, bool capturing) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_state || !g_state->streams.count(stream))
-    throw std::invalid_argument("tmashmem::emu::set_capturing: no such stream");
-  if (capturing)
-    g_state->capturing.insert(stream);
-  else
-    g_state->capturing.erase(stream);
+  State::Stream* live = nullptr;
+  if (g_state) {
+    const auto it = g_state->streams.find(stream);
+    if (it != g_state->streams.end()) live = &it->second;
+  }
+  if (!live) throw std::invalid_argument("tmashmem::emu::set_capturing: no such stream");
+  live->capturing = capturing;
 }
 
 Counts counts() {
