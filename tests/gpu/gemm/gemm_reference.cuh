@@ -70,8 +70,9 @@ cudaError_t widen_rows(Out* dst, const __nv_bfloat16* src, int64_t rows, int64_t
   return cudaGetLastError();
 }
 
-// C[M, N] (row-major, ldc) = A[M, K] (lda) * B[N, K]^T (ldb) through cuBLASLt, bf16 inputs,
-// fp32 compute, Out = float or bf16 results; the first heuristic's algorithm.
+// C[M, N] (row-major, ldc) = A[M, K] (lda) * B^T through cuBLASLt, B [N, K] (ldb) or, with
+// b_k_by_n, B [K, N] (ldb); bf16 inputs, fp32 compute, Out = float or bf16 results; the first
+// heuristic's algorithm.
 class LtGemm {
  public:
   LtGemm() { ok_ = cublasLtCreate(&handle_) == CUBLAS_STATUS_SUCCESS; }
@@ -83,19 +84,22 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // Column-major view: C^T [N, M] = (B [K, N] col-major)^T * (A [K, M] col-major).
-  bool plan(int m, int n, int k, int64_t lda, int64_t ldb, int64_t ldc, bool out_f32) {
+  // Column-major view: C^T [N, M] = op(B) * (A [K, M] col-major), op(B) the transpose of
+  // B [N, K] row-major (a [K, N] col-major matrix) or B [K, N] row-major itself.
+  bool plan(int m, int n, int k, int64_t lda, int64_t ldb, int64_t ldc, bool out_f32,
+            bool b_k_by_n = false) {
     release();
     if (!ok_) return false;
     if (!workspace_ && cudaMalloc(&workspace_, kWorkspace) != cudaSuccess) return false;
     const cudaDataType_t out = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
     bool good = cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0;
-    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    good =
-        good && cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t) == 0;
+    const cublasOperation_t op_b = b_k_by_n ? CUBLAS_OP_N : CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    good = good && cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b,
+                                                  sizeof op_b) == 0;
     good = good &&
            cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn) == 0;
-    good = good && cublasLtMatrixLayoutCreate(&la_, CUDA_R_16BF, k, n, ldb) == 0;
+    good = good && (b_k_by_n ? cublasLtMatrixLayoutCreate(&la_, CUDA_R_16BF, n, k, ldb)
+                             : cublasLtMatrixLayoutCreate(&la_, CUDA_R_16BF, k, n, ldb)) == 0;
     good = good && cublasLtMatrixLayoutCreate(&lb_, CUDA_R_16BF, k, m, lda) == 0;
     good = good && cublasLtMatrixLayoutCreate(&lc_, out, n, m, ldc) == 0;
     good = good && cublasLtMatmulPreferenceCreate(&pref_) == 0;

@@ -1,7 +1,8 @@
 // GPU tests of the sm_90a GEMM (tmashmem/device/gemm): C = A * B^T against cuBLASLt with
 // fresh random bf16 operands, every element checked, guard bytes around C and the padding
 // columns between N and ldc checked untouched, NaN in the operands' padding (columns K..lda
-// and the rows after M and N) so that any read outside the matrices poisons the result.
+// and the rows after M and N; for B given as [K, N], columns N..ldb and the rows after K) so
+// that any read outside the matrices poisons the result.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -33,11 +34,19 @@ using CfgN224Cluster = GemmConfig<224, 4, 2, Bf16>;
 using CfgN224F32 = GemmConfig<224, 4, 1, float>;
 using CfgN224AddBf16 = GemmConfig<224, 4, 1, Bf16, EpilogueOp::reduce_add>;
 using CfgN192 = GemmConfig<192, 4, 1, Bf16>;
+// B given as [K, N] (N-major: MN-major wgmma operand, TMA boxes of 64 n x 64 k).
+using tmashmem::gemm::BMajor;
+using CfgKN = GemmConfig<256, 4, 1, Bf16, EpilogueOp::store, BMajor::n>;
+using CfgKNCluster = GemmConfig<256, 4, 2, Bf16, EpilogueOp::store, BMajor::n>;
+using CfgKN128Cluster = GemmConfig<128, 6, 2, Bf16, EpilogueOp::store, BMajor::n>;
+using CfgKN192 = GemmConfig<192, 4, 1, Bf16, EpilogueOp::store, BMajor::n>;
+using CfgKNF32 = GemmConfig<256, 4, 1, float, EpilogueOp::store, BMajor::n>;
+using CfgKNAddBf16Cluster = GemmConfig<256, 4, 2, Bf16, EpilogueOp::reduce_add, BMajor::n>;
 
 struct Shape {
   int m, n, k;
-  int pad_k = 0;  // lda = ldb = K + pad_k
-  int pad_n = 0;  // ldc = N + pad_n
+  int pad_k = 0;  // lda = K + pad_k; ldb = K + pad_k for B [N, K]
+  int pad_n = 0;  // ldc = N + pad_n; ldb = N + pad_n for B [K, N]
   int group_rows = 8;
   int first_row = 0;  // the tile order starts at this row's cluster row
 };
@@ -49,9 +58,12 @@ template <class Cfg>
 bool run_shape(const char* name, const Shape& s, uint64_t round) {
   using Out = typename Cfg::Out;
   using Bits = std::conditional_t<sizeof(Out) == 4, uint32_t, uint16_t>;
+  constexpr bool kBKN = Cfg::kBMajor == tmashmem::gemm::BMajor::n;
   const int64_t lda = s.k + s.pad_k, ldc = s.n + s.pad_n;
+  const int64_t ldb = kBKN ? s.n + s.pad_n : lda;
+  const int64_t b_rows = kBKN ? s.k : s.n, b_cols = kBKN ? s.n : s.k;
   const int64_t extra_rows = 8, guard = 4096;
-  DeviceBuffer<Bf16> a((s.m + extra_rows) * lda), b((s.n + extra_rows) * lda);
+  DeviceBuffer<Bf16> a((s.m + extra_rows) * lda), b((b_rows + extra_rows) * ldb);
   DeviceBuffer<Out> c(size_t(s.m) * ldc + 2 * guard);
   DeviceBuffer<float> ref(size_t(s.m) * s.n);
   DeviceBuffer<gemm_ref::CheckCounts> counts(1);
@@ -62,9 +74,10 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
   bool ok = true;
   // 0xFF bytes: bf16 NaN everywhere outside the matrices; 0x5A: the guard sentinel.
   ok &= GPU_TEST_CUDA(cudaMemset(a.p, 0xFF, (s.m + extra_rows) * lda * sizeof(Bf16)));
-  ok &= GPU_TEST_CUDA(cudaMemset(b.p, 0xFF, (s.n + extra_rows) * lda * sizeof(Bf16)));
+  ok &= GPU_TEST_CUDA(cudaMemset(b.p, 0xFF, (b_rows + extra_rows) * ldb * sizeof(Bf16)));
   ok &= GPU_TEST_CUDA(gemm_ref::fill_uniform(a.p, s.m, s.k, lda, gpu_test::seed_for(1, 0, round)));
-  ok &= GPU_TEST_CUDA(gemm_ref::fill_uniform(b.p, s.n, s.k, lda, gpu_test::seed_for(2, 0, round)));
+  ok &= GPU_TEST_CUDA(
+      gemm_ref::fill_uniform(b.p, b_rows, b_cols, ldb, gpu_test::seed_for(2, 0, round)));
   ok &= GPU_TEST_CUDA(cudaMemset(c.p, 0x5A, (size_t(s.m) * ldc + 2 * guard) * sizeof(Out)));
   ok &= GPU_TEST_CUDA(cudaMemset(counts.p, 0, sizeof(gemm_ref::CheckCounts)));
   // A GEMM that adds into C starts from random values there (kept in c0 for the check).
@@ -84,7 +97,7 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
   }
 
   gemm_ref::LtGemm lt;
-  if (!lt.plan(s.m, s.n, s.k, lda, lda, s.n, true)) {
+  if (!lt.plan(s.m, s.n, s.k, lda, ldb, s.n, true, kBKN)) {
     std::printf("  %s: cuBLASLt found no algorithm\n", name);
     return false;
   }
@@ -93,7 +106,7 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
     return false;
   }
 
-  tmashmem::gemm::GemmProblem p{s.m, s.n, s.k, a.p, lda, b.p, lda, c.p + guard, ldc};
+  tmashmem::gemm::GemmProblem p{s.m, s.n, s.k, a.p, lda, b.p, ldb, c.p + guard, ldc};
   tmashmem::gemm::GemmPlan<Cfg> plan;
   if (const char* why = tmashmem::gemm::gemm_plan(p, &plan, s.group_rows, 0, s.first_row)) {
     std::printf("  %s: %s\n", name, why);
@@ -117,10 +130,11 @@ bool run_shape(const char* name, const Shape& s, uint64_t round) {
   std::memcpy(&max_err, &h.max_err, 4);
   const bool pass = ok && h.wrong == 0 && h.guards == 0;
   std::printf(
-      "  %-14s M %5d N %5d K %5d lda %5lld ldc %5lld grid %3d: %s (wrong %llu, guard %llu, "
-      "max |err| %.3g, max |err|/tol %.3f)\n",
-      name, s.m, s.n, s.k, static_cast<long long>(lda), static_cast<long long>(ldc), plan.grid,
-      pass ? "ok" : "FAILED", h.wrong, h.guards, max_err, max_ratio);
+      "  %-14s M %5d N %5d K %5d lda %5lld ldb %5lld ldc %5lld grid %3d: %s (wrong %llu, "
+      "guard %llu, max |err| %.3g, max |err|/tol %.3f)\n",
+      name, s.m, s.n, s.k, static_cast<long long>(lda), static_cast<long long>(ldb),
+      static_cast<long long>(ldc), plan.grid, pass ? "ok" : "FAILED", h.wrong, h.guards, max_err,
+      max_ratio);
   return pass;
 }
 
@@ -204,6 +218,20 @@ TEST_CASE("gemm adding into C (TMA reduce-add epilogue)", "[gemm]") {
   CHECK(run_shapes<CfgAddF32Cluster>("f32-add-c2", kRagged));
 }
 
+TEST_CASE("gemm with B given as [K, N] (N-major B)", "[gemm]") {
+  CHECK(run_shapes<CfgKN>("kn", {{8192, 8192, 8192}}));
+  CHECK(run_shapes<CfgKN>("kn", kRagged));
+  CHECK(run_shapes<CfgKN>("kn", kSmallM));
+  CHECK(run_shapes<CfgKNCluster>("kn-c2", {{4096, 3584, 4096}}));
+  CHECK(run_shapes<CfgKNCluster>("kn-c2", kRagged));
+  CHECK(run_shapes<CfgKNCluster>("kn-c2", kSmallM));
+  CHECK(run_shapes<CfgKN128Cluster>("kn-n128-c2", kRagged));
+  CHECK(run_shapes<CfgKN192>("kn-n192", kRagged));
+  CHECK(run_shapes<CfgKNF32>("kn-f32", kRagged));
+  CHECK(run_shapes<CfgKNAddBf16Cluster>("kn-add-c2", kRagged));
+  CHECK(run_shapes<CfgKN>("kn-rotated", {{2304, 2560, 4104, 8, 8, 3, 2303}}));
+}
+
 TEST_CASE("gemm rejects shapes TMA cannot address", "[gemm]") {
   tmashmem::gemm::GemmPlan<CfgBf16> plan;
   alignas(16) static Bf16 dummy[64];
@@ -218,4 +246,10 @@ TEST_CASE("gemm rejects shapes TMA cannot address", "[gemm]") {
   CHECK(tmashmem::gemm::gemm_plan(p, &plan) != nullptr);  // N * 2 not a multiple of 16
   p.n = 1000;
   CHECK(tmashmem::gemm::gemm_plan(p, &plan, 8, 0, 128) != nullptr);  // first_row >= M
+  // B as [K, N]: ldb is counted in n, so an ldb that fits K but not N is refused.
+  tmashmem::gemm::GemmPlan<CfgKN> plan_kn;
+  tmashmem::gemm::GemmProblem q{128, 256, 64, dummy, 64, dummy, 64, dummy, 256};
+  const char* why = tmashmem::gemm::gemm_plan(q, &plan_kn);
+  CHECK(why != nullptr);
+  CHECK((why != nullptr && std::strstr(why, "ldb is below N") != nullptr));
 }

@@ -1,12 +1,13 @@
 // tmashmem-gemm-bench: the sm_90a GEMM (tmashmem/device/gemm) beside cuBLASLt on the same
-// shapes and the same random bf16 data, C = A * B^T (A [M, K], B [N, K], C [M, N] bf16).
+// shapes and the same random bf16 data, C = A * B^T (A [M, K], B [N, K], C [M, N] bf16), or
+// with `kn` C = A * B, B given as [K, N] (both libraries read that layout directly).
 // Per shape and kernel: warm-up launches, then `reps` launches timed one by one with CUDA
 // events, the kernels interleaved round by round (so that clocks, which fall as the card
 // reaches its power limit, affect all alike); best and median TFLOP/s (2 M N K / time).
 // Every variant's result is checked against the cuBLAS fp32 result element by element
 // (tolerance as in tests/gpu/gemm/test_gemm.cu) before it is timed.
 //
-//   tmashmem-gemm-bench [rounds [shapes]]    (default 40 rounds, all 6 shapes)
+//   tmashmem-gemm-bench [rounds [shapes [kn]]]    (default 40 rounds, all 6 shapes, B [N, K])
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -25,6 +26,8 @@
 
 namespace {
 
+using tmashmem::gemm::BMajor;
+using tmashmem::gemm::EpilogueOp;
 using tmashmem::gemm::GemmConfig;
 using Bf16 = __nv_bfloat16;
 
@@ -83,7 +86,8 @@ Kernel our_kernel(const char* name, const Data& d, int group_rows) {
   Kernel k;
   k.name = std::string(name) + " g" + std::to_string(group_rows);
   k.ours = true;
-  tmashmem::gemm::GemmProblem p{d.s.m, d.s.n, d.s.k, d.a, d.s.k, d.b, d.s.k, d.c, d.s.n};
+  const int64_t ldb = Cfg::kBMajor == BMajor::n ? d.s.n : d.s.k;
+  tmashmem::gemm::GemmProblem p{d.s.m, d.s.n, d.s.k, d.a, d.s.k, d.b, ldb, d.c, d.s.n};
   auto plan = std::make_shared<tmashmem::gemm::GemmPlan<Cfg>>();
   if (const char* why = tmashmem::gemm::gemm_plan(p, plan.get(), group_rows)) {
     std::printf("  %s: %s\n", k.name.c_str(), why);
@@ -145,6 +149,27 @@ void time_interleaved(std::vector<Kernel>& ks, int reps, double warmup_ms) {
   cudaEventDestroy(e1);
 }
 
+// The variants timed beside cuBLAS, B stored as L says (224-wide tiles only with B [N, K]:
+// B [K, N] is loaded in boxes of 64 n).
+template <BMajor L>
+void add_variants(std::vector<Kernel>& ks, const Data& d) {
+  ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16, EpilogueOp::store, L>>("128x256 s4", d, 8));
+  ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16, EpilogueOp::store, L>>("128x256 s4", d, 16));
+  ks.push_back(
+      our_kernel<GemmConfig<256, 4, 2, Bf16, EpilogueOp::store, L>>("128x256 s4 c2", d, 4));
+  ks.push_back(
+      our_kernel<GemmConfig<256, 4, 2, Bf16, EpilogueOp::store, L>>("128x256 s4 c2", d, 8));
+  if constexpr (L == BMajor::k) {
+    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 8));
+    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 16));
+    ks.push_back(our_kernel<GemmConfig<224, 4, 2, Bf16>>("128x224 s4 c2", d, 8));
+  } else {
+    ks.push_back(our_kernel<GemmConfig<192, 4, 1, Bf16, EpilogueOp::store, L>>("128x192 s4", d, 8));
+    ks.push_back(
+        our_kernel<GemmConfig<128, 6, 2, Bf16, EpilogueOp::store, L>>("128x128 s6 c2", d, 8));
+  }
+}
+
 double tflops(const Shape& s, double ms) {
   return ms > 0 ? 2.0 * s.m * double(s.n) * s.k / (ms * 1e-3) / 1e12 : 0.0;
 }
@@ -153,12 +178,18 @@ double tflops(const Shape& s, double ms) {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 40;
+  const bool kn = argc > 3 && std::strcmp(argv[3], "kn") == 0;
+  if (argc > 3 && !kn) {
+    std::fprintf(stderr, "third argument: 'kn' (B given as [K, N]) or nothing, not '%s'\n",
+                 argv[3]);
+    return 2;
+  }
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf(
       "device: %s, %d SMs, L2 %d MiB; %d interleaved rounds after 100 ms warm-up per "
-      "kernel (best / median of single launches)\n",
-      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, reps);
+      "kernel (best / median of single launches); B given as %s\n",
+      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, reps, kn ? "[K, N]" : "[N, K]");
 
   std::vector<Shape> shapes = {{8192, 8192, 8192}, {8192, 3584, 8192}, {8192, 8192, 3584},
                                {8192, 1024, 8192}, {4096, 4096, 4096}, {2048, 3584, 8192}};
@@ -178,11 +209,13 @@ int main(int argc, char** argv) {
     BENCH_CUDA(cudaMalloc(&d.ref, size_t(s.m) * s.n * sizeof(float)));
     BENCH_CUDA(cudaMalloc(&d.counts, sizeof(gemm_ref::CheckCounts)));
     BENCH_CUDA(gemm_ref::fill_uniform(d.a, s.m, s.k, s.k, 0x1234 + s.m * 7 + s.k));
-    BENCH_CUDA(gemm_ref::fill_uniform(d.b, s.n, s.k, s.k, 0x5678 + s.n * 13 + s.k));
+    const int ldb = kn ? s.n : s.k;
+    BENCH_CUDA(
+        gemm_ref::fill_uniform(d.b, kn ? s.k : s.n, kn ? s.n : s.k, ldb, 0x5678 + s.n * 13 + s.k));
     gemm_ref::LtGemm ref_lt, lt;
-    if (!ref_lt.plan(s.m, s.n, s.k, s.k, s.k, s.n, true) ||
+    if (!ref_lt.plan(s.m, s.n, s.k, s.k, ldb, s.n, true, kn) ||
         ref_lt.run(d.a, d.b, d.ref) != CUBLAS_STATUS_SUCCESS ||
-        !lt.plan(s.m, s.n, s.k, s.k, s.k, s.n, false)) {
+        !lt.plan(s.m, s.n, s.k, s.k, ldb, s.n, false, kn)) {
       std::printf("cuBLASLt failed for %d x %d x %d\n", s.m, s.n, s.k);
       return 2;
     }
@@ -191,18 +224,15 @@ int main(int argc, char** argv) {
     cublas.name = "cublasLt";
     cublas.launch = [&] { return lt.run(d.a, d.b, d.c) == CUBLAS_STATUS_SUCCESS; };
     ks.push_back(cublas);
-    ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 8));
-    ks.push_back(our_kernel<GemmConfig<256, 4, 1, Bf16>>("128x256 s4", d, 16));
-    ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 4));
-    ks.push_back(our_kernel<GemmConfig<256, 4, 2, Bf16>>("128x256 s4 c2", d, 8));
-    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 8));
-    ks.push_back(our_kernel<GemmConfig<224, 4, 1, Bf16>>("128x224 s4", d, 16));
-    ks.push_back(our_kernel<GemmConfig<224, 4, 2, Bf16>>("128x224 s4 c2", d, 8));
+    if (kn)
+      add_variants<BMajor::n>(ks, d);
+    else
+      add_variants<BMajor::k>(ks, d);
     time_interleaved(ks, reps, 100.0);
 
     std::printf("\n%d x %d x %d (M x N x K)\n", s.m, s.n, s.k);
-    std::printf("  %-22s %9s %9s %9s %9s %7s %6s %s\n", "kernel", "best ms", "med ms",
-                "best TF", "med TF", "ratio", "waves", "check");
+    std::printf("  %-22s %9s %9s %9s %9s %7s %6s %s\n", "kernel", "best ms", "med ms", "best TF",
+                "med TF", "ratio", "waves", "check");
     const double ref_ms = ks.front().median();
     Summary sum{s, ref_ms, ks.front().best(), 0, 0, ""};
     for (const Kernel& k : ks) {

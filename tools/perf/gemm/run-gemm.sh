@@ -24,12 +24,17 @@ fi
 cuobjdump -sass "$BENCH" > "$OUT/bench.sass" 2>&1
 echo "SASS: HGMMA $(grep -c HGMMA "$OUT/bench.sass"), UTMALDG $(grep -c UTMALDG "$OUT/bench.sass"), UTMASTG $(grep -c UTMASTG "$OUT/bench.sass"), LDL/STL in gemm kernels $(awk '/Function :/{g=/gemm_kernel/} g&&/(LDL|STL)/' "$OUT/bench.sass" | wc -l)"
 gzip -f "$OUT/bench.sass"
-timeout 150 mpiexec --allow-run-as-root --oversubscribe -np 1 "$TEST" 2>&1 | tee "$OUT/test.log"
+timeout 240 mpiexec --allow-run-as-root --oversubscribe -np 1 "$TEST" 2>&1 | tee "$OUT/test.log"
 echo "test exit: ${PIPESTATUS[0]}"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv -lms 250 > "$OUT/clocks.csv" 2>&1 &
 SMI=$!
 timeout 120 "$BENCH" "$REPS" 2>&1 | tee "$OUT/bench.log"
 echo "bench exit: ${PIPESTATUS[0]}"
+# The same shapes with B given as [K, N] (GEMM_KN=0 leaves it out).
+if [ "${GEMM_KN:-1}" = 1 ]; then
+  timeout 120 "$BENCH" "$REPS" 6 kn 2>&1 | tee "$OUT/bench-kn.log"
+  echo "bench kn exit: ${PIPESTATUS[0]}"
+fi
 kill "$SMI" 2>/dev/null
 # Counters for one launch of each kernel named in GEMM_NCU (regexes over the demangled
 # names, ';'-separated; unset: none), 8192^3.

@@ -8,9 +8,11 @@
 //    written by ordinary instructions since the last wgmma_wait (and at the start).
 //  - The accumulators of an MMA in flight may not be read or written until wgmma_wait<N>
 //    has retired its group. Shared memory an MMA reads may be overwritten only after that.
-//  - Operands come from shared memory in the canonical K-major layout with 128-byte swizzle
-//    that a TMA tile of {64 bf16, rows} (128-byte rows, SWIZZLE_128B) produces: rows of 128
-//    bytes, 8-row atoms of 1024 bytes, the atom 1024-byte aligned.
+//  - Operands come from shared memory in one of the two canonical layouts with 128-byte
+//    swizzle that TMA tiles of 64 bf16 x rows (128-byte rows, SWIZZLE_128B) produce: rows of
+//    128 bytes, 8-row atoms of 1024 bytes, every atom 1024-byte aligned. K-major (A, and B
+//    given as [N, K]): a row holds 64 k of one m or n. MN-major (B given as [K, N]): a row
+//    holds 64 n of one k, and 64-wide blocks of n follow each other a fixed stride apart.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +35,25 @@ __device__ __forceinline__ uint64_t wgmma_desc_k_major_sw128(const void* smem) {
   return desc;
 }
 
-/// Descriptor advanced by `bytes` along K inside the swizzle atom (a k16 step of bf16 is 32
-/// bytes; the hardware applies the swizzle to the resulting address).
+/// Descriptor of an MN-major, 128-byte-swizzled operand (the transposed B of
+/// wgmma_m64k16_bf16<N, true>) whose first k row starts at `smem` (a 1024-byte aligned
+/// atom). Row r of a 64-wide block of n holds k = r; an atom covers 8 k, and the next 8 k
+/// follow 1024 bytes on (stride byte offset, bits 32-45); the next 64 n lie
+/// `n_block_bytes` on (leading byte offset, bits 16-29: for MN-major swizzled layouts the
+/// PTX ISA defines it as the offset between repeats of the swizzle pattern along MN).
+__device__ __forceinline__ uint64_t wgmma_desc_mn_major_sw128(const void* smem,
+                                                              uint32_t n_block_bytes) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  uint64_t desc = (addr & 0x3FFFFu) >> 4;
+  desc |= uint64_t((n_block_bytes >> 4) & 0x3FFFu) << 16;
+  desc |= uint64_t(1024 >> 4) << 32;
+  desc |= uint64_t(1) << 62;
+  return desc;
+}
+
+/// Descriptor advanced by `bytes`: along K inside the swizzle atom of a K-major operand (a
+/// k16 step of bf16 is 32 bytes; the hardware applies the swizzle to the resulting address),
+/// or by whole atoms along K of an MN-major one (a k16 step is two atoms, 2048 bytes).
 __device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + (bytes >> 4);
 }
@@ -92,11 +111,13 @@ __device__ __forceinline__ void wgmma_fence_operand(float& r) {
   "%120, %121, %122, %123, %124, %125, %126, %127"
 // clang-format on
 
-// wgmma_m64n<N>k16_bf16: D[64 x N] (+)= A[64 x 16] * B[16 x N], bf16 operands from shared
-// memory (K-major descriptors), fp32 accumulators, REGS = N / 2 registers per thread.
-// `accumulate` 0 overwrites D. DESC_A, DESC_B and ACC are the operand numbers REGS,
-// REGS + 1 and REGS + 2 (inline PTX numbers operands in literal text).
-#define TMASHMEM_WGMMA_M64K16_BF16(N, REGS, DESC_A, DESC_B, ACC)                                  \
+// wgmma_m64n<N>k16_bf16<TransB>: D[64 x N] (+)= A[64 x 16] * B[16 x N], bf16 operands from
+// shared memory, fp32 accumulators, REGS = N / 2 registers per thread. A is K-major; B is
+// K-major with TransB 0 and MN-major with TransB 1 (the instruction's imm-trans-b).
+// `accumulate` 0 overwrites D. DESC_A, DESC_B, ACC and TRANS_B are the operand numbers REGS
+// .. REGS + 3 (inline PTX numbers operands in literal text).
+#define TMASHMEM_WGMMA_M64K16_BF16(N, REGS, DESC_A, DESC_B, ACC, TRANS_B)                         \
+  template <int TransB>                                                                           \
   __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float(&d)[REGS], uint64_t desc_a,       \
                                                           uint64_t desc_b, uint32_t accumulate) { \
     asm volatile(                                                                                 \
@@ -104,14 +125,14 @@ __device__ __forceinline__ void wgmma_fence_operand(float& r) {
         "setp.ne.b32 p, %" #ACC                                                                   \
         ", 0;\n\t"                                                                                \
         "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" TMASHMEM_WGMMA_R##REGS       \
-        "}, %" #DESC_A ", %" #DESC_B ", p, 1, 1, 0, 0;\n\t}"                                      \
+        "}, %" #DESC_A ", %" #DESC_B ", p, 1, 1, 0, %" #TRANS_B ";\n\t}"                          \
         : TMASHMEM_WGMMA_D##REGS                                                                  \
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                             \
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TransB));                                \
   }
-TMASHMEM_WGMMA_M64K16_BF16(256, 128, 128, 129, 130)
-TMASHMEM_WGMMA_M64K16_BF16(224, 112, 112, 113, 114)
-TMASHMEM_WGMMA_M64K16_BF16(192, 96, 96, 97, 98)
-TMASHMEM_WGMMA_M64K16_BF16(128, 64, 64, 65, 66)
+TMASHMEM_WGMMA_M64K16_BF16(256, 128, 128, 129, 130, 131)
+TMASHMEM_WGMMA_M64K16_BF16(224, 112, 112, 113, 114, 115)
+TMASHMEM_WGMMA_M64K16_BF16(192, 96, 96, 97, 98, 99)
+TMASHMEM_WGMMA_M64K16_BF16(128, 64, 64, 65, 66, 67)
 #undef TMASHMEM_WGMMA_M64K16_BF16
 #undef TMASHMEM_WGMMA_R128
 #undef TMASHMEM_WGMMA_R112
@@ -123,20 +144,22 @@ TMASHMEM_WGMMA_M64K16_BF16(128, 64, 64, 65, 66)
 #undef TMASHMEM_WGMMA_D64
 #undef TMASHMEM_WGMMA_D8
 
-/// m64nNk16 for the tile widths the GEMM instantiates (N = 128, 192, 224 or 256).
-template <int N>
+/// m64nNk16 for the tile widths the GEMM instantiates (N = 128, 192, 224 or 256), B
+/// K-major (`b_mn_major` false) or MN-major (true).
+template <int N, bool b_mn_major = false>
 __device__ __forceinline__ void wgmma_m64k16_bf16(float (&d)[N / 2], uint64_t desc_a,
                                                   uint64_t desc_b, uint32_t accumulate) {
   static_assert(N == 128 || N == 192 || N == 224 || N == 256,
                 "wgmma_m64k16_bf16: N is 128, 192, 224 or 256");
+  constexpr int kTransB = b_mn_major ? 1 : 0;
   if constexpr (N == 256)
-    wgmma_m64n256k16_bf16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n256k16_bf16<kTransB>(d, desc_a, desc_b, accumulate);
   else if constexpr (N == 224)
-    wgmma_m64n224k16_bf16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n224k16_bf16<kTransB>(d, desc_a, desc_b, accumulate);
   else if constexpr (N == 192)
-    wgmma_m64n192k16_bf16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n192k16_bf16<kTransB>(d, desc_a, desc_b, accumulate);
   else
-    wgmma_m64n128k16_bf16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n128k16_bf16<kTransB>(d, desc_a, desc_b, accumulate);
 }
 
 }  // namespace tmashmem::detail

@@ -1,6 +1,7 @@
 // GEMM tile configuration: the compile-time shape of one CTA's work and of its shared
-// memory. C[M, N] = A[M, K] * B[N, K]^T with bf16 A and B (both K-major, row-major storage),
-// fp32 accumulation and `Out` (bf16 or float) results.
+// memory. C[M, N] = A[M, K] * B^T with bf16 A [M, K] and B given as [N, K] (BMajor::k) or
+// [K, N] (BMajor::n), all row-major storage, fp32 accumulation and `Out` (bf16 or float)
+// results.
 //
 // One CTA = one producer warpgroup (TMA loads) + two consumer warpgroups (wgmma), which
 // split the 128-row tile into two 64-row halves and share the B tile. A cluster of
@@ -22,15 +23,24 @@ namespace tmashmem::gemm {
 /// into one PE's C, all apply).
 enum class EpilogueOp { store, reduce_add };
 
-template <int BlockN, int Stages, int ClusterM, class OutT, EpilogueOp Op = EpilogueOp::store>
+/// How B is stored: BMajor::k, B [N, K] row-major (K contiguous: the weight layout of a
+/// linear layer, C = A * B^T); BMajor::n, B [K, N] row-major (N contiguous: C = A * B).
+enum class BMajor { k, n };
+
+template <int BlockN, int Stages, int ClusterM, class OutT, EpilogueOp Op = EpilogueOp::store,
+          BMajor BLayout = BMajor::k>
 struct GemmConfig {
   static_assert(BlockN == 128 || BlockN == 192 || BlockN == 224 || BlockN == 256,
                 "BlockN: 128, 192, 224 or 256 (one wgmma n-extent)");
   static_assert(Stages >= 2 && Stages <= 8, "Stages: 2..8");
   static_assert(ClusterM == 1 || ClusterM == 2, "ClusterM: 1 or 2");
+  static_assert(BLayout == BMajor::k || (BlockN / ClusterM) % 64 == 0,
+                "B given as [K, N] is loaded in boxes of 64 n: each CTA's share of the tile "
+                "width (BlockN / ClusterM) must be a multiple of 64");
 
   using Out = OutT;
   static constexpr EpilogueOp kEpilogueOp = Op;
+  static constexpr BMajor kBMajor = BLayout;
   static constexpr int kBlockM = 128;  // two consumer warpgroups x 64 rows (wgmma m64)
   static constexpr int kBlockN = BlockN;
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16
@@ -47,8 +57,12 @@ struct GemmConfig {
   static constexpr uint32_t kABytes = kBlockM * kBlockK * 2;
   static constexpr uint32_t kBBytes = kBlockN * kBlockK * 2;
   static constexpr uint32_t kStageBytes = kABytes + kBBytes;  // expect_tx per stage
-  static constexpr int kBSliceRows = kBlockN / kClusterM;     // B rows each CTA loads
+  static constexpr int kBSliceRows = kBlockN / kClusterM;     // n of the B tile each CTA loads
   static constexpr uint32_t kBSliceBytes = kBSliceRows * kBlockK * 2;
+  // B as [K, N]: a stage's B is kBlockN / 64 MN-major boxes of 64 k rows x 64 n (128 bytes),
+  // one after another in n; each CTA loads kBSliceBoxes of them. As [N, K]: one box a CTA.
+  static constexpr uint32_t kBNBlockBytes = 64 * kBlockK * 2;
+  static constexpr int kBSliceBoxes = kBMajor == BMajor::n ? kBSliceRows / 64 : 1;
 
   // Epilogue: each consumer writes its 64 x kBlockN results as chunks of 64 rows x
   // kOutSwizzleBytes (one swizzled TMA box: 128-byte rows where the tile's row of results

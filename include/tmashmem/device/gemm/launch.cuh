@@ -7,8 +7,9 @@
 //   if (const char* why = tmashmem::gemm::gemm_plan(p, &plan)) ...  // a message, or nullptr
 //   tmashmem::gemm::gemm_run(plan, stream);                            // cudaError_t
 //
-// Layout: A [M, K] and B [N, K] bf16, C [M, N] of Cfg::Out, all row-major with leading
-// dimensions (elements between rows) lda, ldb, ldc. TMA requires 16-byte aligned base
+// Layout: A [M, K] and B bf16, C [M, N] of Cfg::Out, all row-major with leading dimensions
+// (elements between rows) lda, ldb, ldc; B is [N, K] (ldb >= K) where Cfg::kBMajor is
+// BMajor::k and [K, N] (ldb >= N) where it is BMajor::n. TMA requires 16-byte aligned base
 // addresses and row pitches: K, lda, ldb multiples of 8; N * sizeof(Out) and
 // ldc * sizeof(Out) multiples of 16. Columns from N to ldc are never written; M is free.
 #pragma once
@@ -145,7 +146,11 @@ const char* gemm_check(const GemmProblem& p) {
   using Out = typename Cfg::Out;
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "gemm: M, N and K must be positive";
   if (p.k % 8 != 0) return "gemm: K must be a multiple of 8 (16-byte rows of A and B)";
-  if (p.lda < p.k || p.ldb < p.k || p.ldc < p.n) return "gemm: a leading dimension is below K (N)";
+  constexpr bool kBKN = Cfg::kBMajor == BMajor::n;
+  if (p.lda < p.k || p.ldc < p.n) return "gemm: lda is below K or ldc below N";
+  if (p.ldb < (kBKN ? p.n : p.k))
+    return kBKN ? "gemm: ldb is below N (B is [K, N] in this configuration, BMajor::n)"
+                : "gemm: ldb is below K (B is [N, K] in this configuration, BMajor::k)";
   if (p.lda % 8 != 0 || p.ldb % 8 != 0) return "gemm: lda and ldb must be multiples of 8";
   if ((p.ldc * static_cast<int64_t>(sizeof(Out))) % 16 != 0)
     return "gemm: ldc * sizeof(Out) must be a multiple of 16";
@@ -177,8 +182,11 @@ const char* gemm_plan_tiles(const GemmProblem& p, GemmPlan<Cfg>* plan, int group
   if (!detail_launch::encode_2d(&plan->a_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.a, p.m, p.k,
                                 p.lda, Cfg::kBlockK, Cfg::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B,
                                 p.batches, stride_a) ||
-      !detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.n, p.k,
-                                p.ldb, Cfg::kBlockK, Cfg::kBSliceRows) ||
+      !(Cfg::kBMajor == BMajor::k
+            ? detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.n,
+                                       p.k, p.ldb, Cfg::kBlockK, Cfg::kBSliceRows)
+            : detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.k,
+                                       p.n, p.ldb, 64, Cfg::kBlockK)) ||
       !detail_launch::encode_output<Cfg>(&plan->c_map, p.c, p.m, p.n, p.ldc, p.batches, stride_c))
     return "gemm: cuTensorMapEncodeTiled failed (driver entry point missing or a map rule)";
   GemmArgs& a = plan->args;

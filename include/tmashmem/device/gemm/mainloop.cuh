@@ -1,6 +1,7 @@
 // The consumer mainloop: one warpgroup accumulates its 64 x kBlockN slab of a tile over all
-// k-blocks. Per stage it issues four m64nNk16 MMAs (k = 0, 16, 32, 48 inside the 128-byte
-// swizzle row), keeps one stage's MMAs in flight, and releases the stage before last.
+// k-blocks. Per stage it issues four m64nNk16 MMAs (k = 0, 16, 32, 48: inside the 128-byte
+// swizzle row of A and of a K-major B; 16 rows apart in an MN-major B), keeps one stage's MMAs
+// in flight, and releases the stage before last.
 #pragma once
 
 #include "tmashmem/device/detail/wgmma.cuh"
@@ -25,19 +26,25 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
                                          uint32_t thread_in_wg, Hooks& hooks,
                                          bool accumulate = false) {
   constexpr int kAcc = Cfg::kBlockN / 2;
+  // A k16 step: 32 bytes along a K-major row, or 16 rows of 128 bytes of an MN-major B.
+  constexpr bool kBMnMajor = Cfg::kBMajor == BMajor::n;
+  constexpr uint32_t kBStepBytes = kBMnMajor ? 16 * 128 : 32;
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) detail::wgmma_fence_operand(acc[i]);
   uint32_t previous = 0;
   for (int kb = 0; kb < k_blocks; ++kb) {
     stage_wait(s.full[st.stage], st.phase);
     const uint64_t desc_a = detail::wgmma_desc_k_major_sw128(s.a[st.stage] + wg * 64 * 128);
-    const uint64_t desc_b = detail::wgmma_desc_k_major_sw128(s.b[st.stage]);
+    const uint64_t desc_b =
+        kBMnMajor ? detail::wgmma_desc_mn_major_sw128(s.b[st.stage], Cfg::kBNBlockBytes)
+                  : detail::wgmma_desc_k_major_sw128(s.b[st.stage]);
     detail::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk)
-      detail::wgmma_m64k16_bf16<Cfg::kBlockN>(acc, detail::wgmma_desc_advance(desc_a, kk * 32),
-                                              detail::wgmma_desc_advance(desc_b, kk * 32),
-                                              (kb | kk) != 0 || accumulate ? 1u : 0u);
+      detail::wgmma_m64k16_bf16<Cfg::kBlockN, kBMnMajor>(
+          acc, detail::wgmma_desc_advance(desc_a, kk * 32),
+          detail::wgmma_desc_advance(desc_b, kk * kBStepBytes),
+          (kb | kk) != 0 || accumulate ? 1u : 0u);
     detail::wgmma_commit();
     detail::wgmma_wait<1>();
     if (kb > 0) pipeline_release<Cfg>(s, previous, thread_in_wg);

@@ -17,7 +17,8 @@
 namespace tmashmem::gemm {
 
 /// Called by exactly one thread. `a_map`: box {64, 128, 1} over A [batches][m][K];
-/// `b_map`: box {64, kBSliceRows} over B [N, K]; both 128-byte swizzled. `hooks`:
+/// `b_map`: box {64, kBSliceRows} over B [N, K] (BMajor::k) or box {64, 64} over B [K, N]
+/// (BMajor::n); all 128-byte swizzled. `hooks`:
 /// before_a_loads(batch, row0, cluster_row, col, index) runs once per tile before its first load,
 /// and input_map(a_map, batch, &coord) names the map (same box) and block coordinate of its A.
 template <class Cfg, class Hooks>
@@ -43,12 +44,18 @@ __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtenso
       const int32_t ca[3] = {k0, tr.row0, a_batch};
       detail::tensor_load<3>(detail::smem_address(s.a[st.stage]), a_op, bar, ca);
       const uint32_t b_dst = detail::smem_address(s.b[st.stage] + rank * Cfg::kBSliceBytes);
-      const int32_t cb[2] = {k0, b_row0};
-      if constexpr (Cfg::kClusterM == 1)
-        detail::tensor_load<2>(b_dst, b_op, bar, cb);
-      else
-        detail::tensor_load_multicast<2>(b_dst, b_op, bar,
-                                         static_cast<uint16_t>((1u << Cfg::kClusterM) - 1), cb);
+#pragma unroll
+      for (int box = 0; box < Cfg::kBSliceBoxes; ++box) {
+        // [N, K]: {k, n} of the slice's first row; [K, N]: {n, k} of one 64-wide block of n.
+        const int32_t cb[2] = {Cfg::kBMajor == BMajor::k ? k0 : b_row0 + box * 64,
+                               Cfg::kBMajor == BMajor::k ? b_row0 : k0};
+        const uint32_t dst = b_dst + box * Cfg::kBNBlockBytes;
+        if constexpr (Cfg::kClusterM == 1)
+          detail::tensor_load<2>(dst, b_op, bar, cb);
+        else
+          detail::tensor_load_multicast<2>(dst, b_op, bar,
+                                           static_cast<uint16_t>((1u << Cfg::kClusterM) - 1), cb);
+      }
       st.advance();
     }
   }
