@@ -95,23 +95,22 @@ bool fits_twice(const Runtime& rt, int ctas) {
 
 // Whether a call's kernel is launched overlapped with the grid before it on `stream`: where it
 // fits twice, and not on the default and per-thread streams, where it was not measured.
-bool overlap_launch(const Runtime& rt, int ctas, tmashmem_stream_t stream) {
-  return fits_twice(rt, ctas) && stream != nullptr && stream != CU_STREAM_LEGACY &&
-         stream != CU_STREAM_PER_THREAD;
+bool overlap_launch(bool fits, tmashmem_stream_t stream) {
+  return fits && stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD;
 }
 
-// Where a call's kernel lets the next collective on `stream` be scheduled (CollTrigger), once
-// it fits twice: right after its wait where the stream is being captured into a graph, else
-// after its step. Measured on one H100 under MPS (docs/runs.md, "Twenty-fourth session"),
-// the trigger after the step against the one at the start, every kind at 4 KiB - 256 KiB:
-// enqueued 1.03-1.26x as fast (medians 1.15 at 2 PEs, 1.08 at 4), in a graph 0.87-1.03x
-// (0.94, 0.97). An enqueued launch that the trigger releases slows the running kernel's own
-// first steps; a graph's launches are prepared ahead and gain from starting early. The
-// legacy stream is never captured.
-tmashmem_status_t next_trigger(const Runtime& rt, const char* call, int ctas,
-                               tmashmem_stream_t stream, CollTrigger* out) {
+// Where a call's kernel lets the next collective on `stream` be scheduled (CollTrigger), once it
+// fits twice (`fits`, from fits_twice): right after its wait where the stream is being captured
+// into a graph, else after its step. Measured on one H100 under MPS (docs/runs.md, "Twenty-fourth
+// session"), the trigger after the step against the one at the start, every kind at 4 KiB - 256
+// KiB: enqueued 1.03-1.26x as fast (medians 1.15 at 2 PEs, 1.08 at 4), in a graph 0.87-1.03x (0.94,
+// 0.97). An enqueued launch that the trigger releases slows the running kernel's own first steps; a
+// graph's launches are prepared ahead and gain from starting early. The legacy stream is never
+// captured.
+tmashmem_status_t next_trigger(bool fits, const char* call, tmashmem_stream_t stream,
+                               CollTrigger* out) {
   *out = CollTrigger::None;
-  if (!fits_twice(rt, ctas)) return TMASHMEM_SUCCESS;
+  if (!fits) return TMASHMEM_SUCCESS;
   *out = CollTrigger::AfterStep;
   if (stream == nullptr || stream == CU_STREAM_LEGACY) return TMASHMEM_SUCCESS;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -251,8 +250,9 @@ tmashmem_status_t run(const Request& q, tmashmem_stream_t stream) {
     args.recv_offsets = q.arrays[2];
     args.timeout_ns = static_cast<uint64_t>(rt.config.bootstrap_timeout_ms) * 1000000ull;
     ordinal = rt.device_ordinal;
-    TMASHMEM_TRY(next_trigger(rt, q.call, ctas, stream, &args.next_trigger));
-    overlap = overlap_launch(rt, ctas, stream);
+    const bool fits = fits_twice(rt, ctas);
+    TMASHMEM_TRY(next_trigger(fits, q.call, stream, &args.next_trigger));
+    overlap = overlap_launch(fits, stream);
   }
   const StreamKernels* device = stream_kernels();
   const CollectiveKernels* k = g_coll_kernels;
