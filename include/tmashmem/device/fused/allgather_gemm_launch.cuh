@@ -66,12 +66,17 @@ struct AllgatherGemmPlan {
   int grid = 0;
 };
 
-/// SMs one PE may fill at once: all of them, or an equal share when the whole job runs on
-/// this GPU (PEs sharing a GPU run their kernels side by side under MPS, and each kernel's
-/// CTAs wait for the others').
+/// SMs one PE may fill at once: all of them, or, when the whole job runs on this GPU, an
+/// equal share less one. PEs sharing a GPU run their kernels side by side under MPS, and each
+/// kernel's CTAs wait for each other's copies and for the peers' kernels, so the grid must be
+/// resident at once. Measured at 4 PEs on one H100 (docs/fused.md, "One SM of each share left
+/// free"): with the whole share (33 of 132 SMs) the all-gather GEMM ran at about half the
+/// GEMM's rate, with one SM less at 0.85-0.94 of it, and every fused row of the benchmark
+/// gained or held at 2 and 4 PEs. Why, and why two SMs less measured slow again, is not
+/// established.
 inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
   if ((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0 && ctx.n_pes > 1)
-    return std::max(2, sms / ctx.n_pes);
+    return std::max(2, sms / ctx.n_pes - 1);
   return sms;
 }
 
