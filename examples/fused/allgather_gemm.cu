@@ -11,7 +11,8 @@
 // The fused C and gathered A must equal the unfused ones bit for bit (the same GEMM engine
 // and tile shape, so the same sums in the same order), and a sample of C is checked against
 // a double-precision host reference. PE 0 prints the times (every PE running at once; the
-// median of 20 runs, each the slowest PE's time) and the job's rate (every PE's GEMM).
+// median of 20 rounds that run the three in turn, each the slowest PE's time) and the job's
+// rate (every PE's GEMM).
 //
 // Run:   mpirun -np 2 ./allgather_gemm [m_shard N K]   (PEs may share a GPU: start MPS)
 // Prints "allgather_gemm: N PEs, ... OK" or what went wrong; exits 2 without a CUDA device.
@@ -35,7 +36,7 @@
 
 namespace {
 
-using fused_example::median_ms;
+using fused_example::interleaved_median_ms;
 using fused_example::random_matrix;
 using Bf16 = __nv_bfloat16;
 using Cfg = tmashmem::gemm::GemmConfig<256, 4, 1, Bf16>;  // 128 x 256 tiles, 4 stages
@@ -143,9 +144,9 @@ int main(int argc, char** argv) {
                 c_diff, g_diff, sample_bad);
 
   const int reps = 20;
-  const float t_fused = median_ms(stream, reps, run_fused);
-  const float t_unfused = median_ms(stream, reps, run_unfused);
-  const float t_gemm = median_ms(stream, reps, run_gemm);
+  const std::vector<float> t =
+      interleaved_median_ms(stream, reps, {run_fused, run_unfused, run_gemm});
+  const float t_fused = t[0], t_unfused = t[1], t_gemm = t[2];
   const double flop = 2.0 * double(m) * n * k * n_pes;  // every PE's GEMM: the job's rate
   if (me == 0) {
     std::printf(

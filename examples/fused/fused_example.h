@@ -1,7 +1,8 @@
 // Host helpers shared by the fused examples (allgather_gemm.cu, gemm_reduce_scatter.cu) and the
 // fused benchmark (tools/perf/fused/fused_bench.cu): checks that stop the program with a
 // message naming the PE, the start (MPI, the "no CUDA device" exit, init), the shape
-// arguments, random bf16 matrices, and the median time of an operation run by every PE at once.
+// arguments, random bf16 matrices, and the median times of operations run by every PE at
+// once, interleaved.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -87,21 +89,28 @@ float timed_run_ms(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Op 
   return slowest;
 }
 
-/// Median of `reps` timed runs of `op` (timed_run_ms) after 3 warm-up runs. COLLECTIVE.
-template <class Op>
-float median_ms(cudaStream_t stream, int reps, Op op) {
+/// Medians of `reps` rounds in which every op of `ops` runs once (timed_run_ms), after 3
+/// warm-up rounds; the ops interleaved, so that clocks, which fall as the card heats and
+/// reaches its power limit, reach them all alike. Element i is ops[i]'s. COLLECTIVE.
+inline std::vector<float> interleaved_median_ms(cudaStream_t stream, int reps,
+                                                const std::vector<std::function<void()>>& ops) {
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int i = 0; i < reps + 3; ++i) {
-    const float t = timed_run_ms(stream, start, stop, op);
-    if (i >= 3) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
+  std::vector<std::vector<float>> ms(ops.size());
+  for (int i = 0; i < reps + 3; ++i)
+    for (size_t j = 0; j < ops.size(); ++j) {
+      const float t = timed_run_ms(stream, start, stop, ops[j]);
+      if (i >= 3) ms[j].push_back(t);
+    }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  return ms[ms.size() / 2];
+  std::vector<float> medians;
+  for (std::vector<float>& v : ms) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace fused_example

@@ -12,7 +12,7 @@
 // row_linear_kernel, where a layer of one's own would add its work before or after the block.
 // The same kernel is what tmashmem_matmul_reduce_scatter_on_stream (tmashmem/fused.h) runs.
 // A sample of the shard is checked against a double-precision host reference. PE 0 prints
-// the times (median of 20, every PE at once).
+// the times (median of 20 rounds that run both modes in turn, every PE at once).
 //
 // Run:   mpirun -np 2 ./gemm_reduce_scatter [M N K_per_PE]   (PEs may share a GPU: MPS)
 // Prints "gemm_reduce_scatter: N PEs, ... OK" or what went wrong; exits 2 without a GPU.
@@ -36,7 +36,7 @@
 
 namespace {
 
-using fused_example::median_ms;
+using fused_example::interleaved_median_ms;
 using fused_example::random_matrix;
 using Bf16 = __nv_bfloat16;
 using tmashmem::fused::ReduceScatterMode;
@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   int mine = good, all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 
-  float ms_mode[2];
-  for (int i = 0; i < 2; ++i) ms_mode[i] = median_ms(stream, 20, [&] { run(i); });
+  const std::vector<float> ms_mode =
+      interleaved_median_ms(stream, 20, {[&] { run(0); }, [&] { run(1); }});
   if (me == 0) {
     const double flop = 2.0 * double(m) * n * k * n_pes;
     std::printf("gemm_reduce_scatter: C [%lld x %lld] = sum of %d products of K %lld each\n",
