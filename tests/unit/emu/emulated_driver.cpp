@@ -1313,8 +1313,11 @@ bool wait_condition_holds(uint64_t seen, uint64_t value, unsigned type) {
 
 // The special handles name the current context's streams; other handles must be live
 // streams of create_stream (a destroyed or made-up one is CUDA_ERROR_INVALID_HANDLE, where
-// libcuda's behaviour is undefined). The caller holds the emulator's lock.
-CUresult stream_context(const State& s, CUstream stream, CUcontext* context) {
+// libcuda's behaviour is undefined). *entry (when given) gets create_stream's record of the
+// stream, nullptr for the special handles. The caller holds the emulator's lock.
+CUresult stream_context(const State& s, CUstream stream, CUcontext* context,
+                        const State::Stream** entry = nullptr) {
+  if (entry) *entry = nullptr;
   if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
     if (t_current.generation != s.generation || t_current.context == nullptr)
       return CUDA_ERROR_INVALID_CONTEXT;
@@ -1324,6 +1327,7 @@ CUresult stream_context(const State& s, CUstream stream, CUcontext* context) {
   auto it = s.streams.find(stream);
   if (it == s.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
   *context = context_of(it->second.device);
+  if (entry) *entry = &it->second;
   return CUDA_SUCCESS;
 }
 
@@ -1339,11 +1343,11 @@ CUresult emu_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status)
   EMU_ENTER();
   if (!status) return CUDA_ERROR_INVALID_VALUE;
   CUcontext owner = nullptr;
-  const CUresult r = stream_context(s, stream, &owner);
+  const State::Stream* live = nullptr;
+  const CUresult r = stream_context(s, stream, &owner, &live);
   if (r != CUDA_SUCCESS) return r;
-  const auto it = s.streams.find(stream);
-  const bool capturing = it != s.streams.end() && it->second.capturing;
-  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  *status = live && live->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                    : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 

@@ -41,6 +41,7 @@ struct GemmConfig {
   using Out = OutT;
   static constexpr EpilogueOp kEpilogueOp = Op;
   static constexpr BMajor kBMajor = BLayout;
+  static constexpr bool kBMnMajor = BLayout == BMajor::n;  // B [K, N]: wgmma's MN-major operand
   static constexpr int kBlockM = 128;  // two consumer warpgroups x 64 rows (wgmma m64)
   static constexpr int kBlockN = BlockN;
   static constexpr int kBlockK = 64;  // one 128-byte swizzle row of bf16
@@ -62,7 +63,7 @@ struct GemmConfig {
   // B as [K, N]: a stage's B is kBlockN / 64 MN-major boxes of 64 k rows x 64 n (128 bytes),
   // one after another in n; each CTA loads kBSliceBoxes of them. As [N, K]: one box a CTA.
   static constexpr uint32_t kBNBlockBytes = 64 * kBlockK * 2;
-  static constexpr int kBSliceBoxes = kBMajor == BMajor::n ? kBSliceRows / 64 : 1;
+  static constexpr int kBSliceBoxes = kBMnMajor ? kBSliceRows / 64 : 1;
 
   // Epilogue: each consumer writes its 64 x kBlockN results as chunks of 64 rows x
   // kOutSwizzleBytes (one swizzled TMA box: 128-byte rows where the tile's row of results

@@ -146,7 +146,7 @@ const char* gemm_check(const GemmProblem& p) {
   using Out = typename Cfg::Out;
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return "gemm: M, N and K must be positive";
   if (p.k % 8 != 0) return "gemm: K must be a multiple of 8 (16-byte rows of A and B)";
-  constexpr bool kBKN = Cfg::kBMajor == BMajor::n;
+  constexpr bool kBKN = Cfg::kBMnMajor;
   if (p.lda < p.k || p.ldc < p.n) return "gemm: lda is below K or ldc below N";
   if (p.ldb < (kBKN ? p.n : p.k))
     return kBKN ? "gemm: ldb is below N (B is [K, N] in this configuration, BMajor::n)"
@@ -177,16 +177,17 @@ template <class Cfg>
 const char* gemm_plan_tiles(const GemmProblem& p, GemmPlan<Cfg>* plan, int group_rows = 8,
                             int first_row = 0) {
   if (const char* why = gemm_check<Cfg>(p)) return why;
+  // B's map: [N, K] in boxes of {64 k, the CTA's share of n}, or [K, N] in boxes of {64 n, 64 k}.
+  constexpr bool kBKN = Cfg::kBMnMajor;
+  static_assert(Cfg::kBlockK == 64, "one box of B is 64 elements (128 bytes) wide");
   const int64_t stride_a = p.batch_stride_a != 0 ? p.batch_stride_a : int64_t(p.m) * p.lda;
   const int64_t stride_c = p.batch_stride_c != 0 ? p.batch_stride_c : int64_t(p.m) * p.ldc;
   if (!detail_launch::encode_2d(&plan->a_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.a, p.m, p.k,
                                 p.lda, Cfg::kBlockK, Cfg::kBlockM, CU_TENSOR_MAP_SWIZZLE_128B,
                                 p.batches, stride_a) ||
-      !(Cfg::kBMajor == BMajor::k
-            ? detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.n,
-                                       p.k, p.ldb, Cfg::kBlockK, Cfg::kBSliceRows)
-            : detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b, p.k,
-                                       p.n, p.ldb, 64, Cfg::kBlockK)) ||
+      !detail_launch::encode_2d(&plan->b_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.b,
+                                kBKN ? p.k : p.n, kBKN ? p.n : p.k, p.ldb, 64,
+                                kBKN ? Cfg::kBlockK : Cfg::kBSliceRows) ||
       !detail_launch::encode_output<Cfg>(&plan->c_map, p.c, p.m, p.n, p.ldc, p.batches, stride_c))
     return "gemm: cuTensorMapEncodeTiled failed (driver entry point missing or a map rule)";
   GemmArgs& a = plan->args;

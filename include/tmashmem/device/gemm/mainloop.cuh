@@ -27,7 +27,7 @@ __device__ __forceinline__ void mainloop(GemmSharedStorage<Cfg>& s, PipelineStat
                                          bool accumulate = false) {
   constexpr int kAcc = Cfg::kBlockN / 2;
   // A k16 step: 32 bytes along a K-major row, or 16 rows of 128 bytes of an MN-major B.
-  constexpr bool kBMnMajor = Cfg::kBMajor == BMajor::n;
+  constexpr bool kBMnMajor = Cfg::kBMnMajor;
   constexpr uint32_t kBStepBytes = kBMnMajor ? 16 * 128 : 32;
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) detail::wgmma_fence_operand(acc[i]);

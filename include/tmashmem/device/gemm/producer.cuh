@@ -47,8 +47,8 @@ __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtenso
 #pragma unroll
       for (int box = 0; box < Cfg::kBSliceBoxes; ++box) {
         // [N, K]: {k, n} of the slice's first row; [K, N]: {n, k} of one 64-wide block of n.
-        const int32_t cb[2] = {Cfg::kBMajor == BMajor::k ? k0 : b_row0 + box * 64,
-                               Cfg::kBMajor == BMajor::k ? b_row0 : k0};
+        const int32_t cb[2] = {Cfg::kBMnMajor ? b_row0 + box * 64 : k0,
+                               Cfg::kBMnMajor ? k0 : b_row0};
         const uint32_t dst = b_dst + box * Cfg::kBNBlockBytes;
         if constexpr (Cfg::kClusterM == 1)
           detail::tensor_load<2>(dst, b_op, bar, cb);
