@@ -19,7 +19,7 @@
 //   comm_ctas > 0   CTAs 0 .. comm_ctas - 1, one thread each, whole chunks by bulk copies
 //                   through a shared-memory ring (chunk_copy.cuh); those SMs do no GEMM work.
 //
-// Protocol of call e (sync.cuh has the words): at start, the first copier publishes
+// Protocol of call e (sync.cuh has the words): at start, the copier of the first claim publishes
 // permit = e to every peer (this PE's shard, written by the stream's earlier work, is
 // ready); a copier waits for permit[p] >= e before its first read of PE p's shard; when all
 // chunks of p's shard have been copied, done[this PE] = e goes to p; the call's last CTA waits
@@ -132,22 +132,33 @@ __device__ __forceinline__ void allgather_piece_done(const Ctx& ctx, const Allga
 /// How many of a copier's pieces ahead of the one it copies are being prefetched into L2.
 constexpr int kAllgatherPrefetchDepth = 4;
 
-/// The copy loop of one copier: pieces first, first + stride, ... of the copy order. `Copier`:
-///   leader()        the thread that waits, signals and prefetches;
+/// The copy loop of one copier: it claims the pieces of the copy order one by one, in order,
+/// from the call's claim word (a copier that falls behind or starts late holds up no piece the
+/// GEMM waits for); `stride` copiers share them (the L2 prefetch guesses their claims from it).
+/// `Copier`:
+///   leader()        the thread that waits, signals, claims and prefetches;
+///   claimed(j)      the leader's claim j, returned to every thread of the copier;
 ///   sync()          all of the copier's threads (a barrier; nothing for one thread);
 ///   copy(piece)     moves the piece's bytes (every thread of the copier);
 ///   after_acquire() after a peer's permit was acquired, before its shard is read;
 ///   before_done()   the piece's writes complete and ordered before a generic release.
 template <class Copier>
 __device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGemmArgs& a,
-                                               uint64_t epoch, int first, int stride,
-                                               Copier& copier) {
-  if (first == 0 && copier.leader()) allgather_permit(ctx, a, epoch);
+                                               uint64_t epoch, int stride, Copier& copier) {
   // The own shard's chunks come last in the order: without copy_own the walk ends before them.
   const int chunks = a.gemm.cluster_rows - (a.copy_own ? 0 : a.gemm.batch_cluster_rows);
   const int pieces = chunks * a.pieces_per_chunk;
   uint64_t permitted = uint64_t(1) << ctx.my_pe;  // bit p: PE p's shard may be read (n_pes <= 64)
-  for (int j = first; j < pieces; j += stride) {
+  bool first_claim = true;
+  for (;;) {
+    int j = 0;
+    if (copier.leader())
+      j = static_cast<int>(
+          atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kClaim), 1ull));
+    j = copier.claimed(j);
+    // The first claim of the call: its copier tells the peers that this PE's shard is ready.
+    if (j == 0 && copier.leader()) allgather_permit(ctx, a, epoch);
+    if (j >= pieces) break;
     const AllgatherPiece c = allgather_piece(ctx, a, j);
     if (!((permitted >> c.pe) & 1u)) {
       if (copier.leader())
@@ -159,13 +170,14 @@ __device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGe
     }
     // Keep this copier's next kAllgatherPrefetchDepth pieces on their way into L2 (of the
     // PEs whose permit has been seen), so that the loads of each piece hit L2.
-    for (int d = j == first ? 1 : kAllgatherPrefetchDepth; d <= kAllgatherPrefetchDepth; ++d) {
+    for (int d = first_claim ? 1 : kAllgatherPrefetchDepth; d <= kAllgatherPrefetchDepth; ++d) {
       const int next_j = j + d * stride;
       if (!copier.leader() || next_j >= pieces) break;
       const AllgatherPiece next = allgather_piece(ctx, a, next_j);
       if (next.bytes > 0 && ((permitted >> next.pe) & 1u))
         detail::bulk_prefetch_l2(next.src, next.bytes);
     }
+    first_claim = false;
     copier.copy(c);
     copier.before_done();
     if (copier.leader()) allgather_piece_done(ctx, a, epoch, c);
@@ -182,6 +194,16 @@ struct ProducerWarpsCopier {
     detail::named_barrier_sync(gemm::kProducerWarpsBarrier, kThreads);
   }
   __device__ __forceinline__ void after_acquire() const {}
+  // The leader's claim through shared memory; the second barrier keeps the next claim's
+  // write behind every thread's read of this one.
+  __device__ __forceinline__ int claimed(int j) const {
+    __shared__ int claim;
+    if (leader()) claim = j;
+    sync();
+    j = claim;
+    sync();
+    return j;
+  }
   // The barrier makes every thread's stores visible to the leader, whose fence and release
   // (allgather_piece_done) are cumulative over them.
   __device__ __forceinline__ void before_done() const { sync(); }
@@ -204,6 +226,7 @@ struct ProducerWarpsCopier {
 struct RingCopier {
   AllgatherRing* ring;
   __device__ __forceinline__ bool leader() const { return true; }
+  __device__ __forceinline__ int claimed(int j) const { return j; }
   __device__ __forceinline__ void sync() const {}
   // The acquire, then the bulk (async-proxy) reads of the peer's shard.
   __device__ __forceinline__ void after_acquire() const { detail::fence_proxy_async_global(); }
@@ -218,13 +241,20 @@ struct RingCopier {
 
 /// The producer hooks: this PE's own rows come from its shard's map and never wait; a peer's
 /// rows wait for their chunk's flag before the first load. With copy_ctas > 0 the idle
-/// producer warps copy this CTA's share of the pieces.
+/// producer warps claim and copy pieces.
 struct AllgatherHooks : gemm::NoHooks {
+  // Tiles claimed in order (gemm/tile_queue.cuh); the call's last CTA resets the counter
+  // (fused_finish).
+  static constexpr bool kClaimTiles = true;
+  __device__ __forceinline__ unsigned long long* tile_claims() const {
+    return reinterpret_cast<unsigned long long*>(args->ws + words::kTileClaim);
+  }
+
   const Ctx* ctx;
   const AllgatherGemmArgs* args;
   const CUtensorMap* own_map;
   uint64_t epoch;
-  int copy_index = 0, copy_ctas = 0;  // this CTA among the copying CTAs; 0: it does not copy
+  int copy_ctas = 0;  // CTAs whose producer warps copy; 0: this CTA's do not
   int last_row = -1;
 
   __device__ __forceinline__ const CUtensorMap* input_map(const CUtensorMap* a_map, int batch,
@@ -248,7 +278,7 @@ struct AllgatherHooks : gemm::NoHooks {
   __device__ __forceinline__ void producer_warps(uint32_t t) {
     if (copy_ctas == 0) return;
     ProducerWarpsCopier copier{t};
-    allgather_copy(*ctx, *args, epoch, copy_index, copy_ctas, copier);
+    allgather_copy(*ctx, *args, epoch, copy_ctas, copier);
   }
 };
 
@@ -270,7 +300,7 @@ __device__ __forceinline__ void allgather_gemm_cta(const Ctx& ctx, const CUtenso
       AllgatherRing ring;
       ring.init(smem, a.timeout_ns);
       RingCopier copier{&ring};
-      allgather_copy(ctx, a, epoch, block, a.comm_ctas, copier);
+      allgather_copy(ctx, a, epoch, a.comm_ctas, copier);
     }
   } else {
     AllgatherHooks hooks;
@@ -278,10 +308,7 @@ __device__ __forceinline__ void allgather_gemm_cta(const Ctx& ctx, const CUtenso
     hooks.args = &a;
     hooks.own_map = own_map;
     hooks.epoch = epoch;
-    if (a.comm_ctas == 0) {
-      hooks.copy_index = block;
-      hooks.copy_ctas = static_cast<int>(gridDim.x);
-    }
+    if (a.comm_ctas == 0) hooks.copy_ctas = static_cast<int>(gridDim.x);
     if (threadIdx.x == 0) detail::tensormap_prefetch(own_map);
     gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, c_map, a.gemm,
                         (block - a.comm_ctas) / Cfg::kClusterM,

@@ -9,6 +9,9 @@
 //                reduce-scatter with one PE, which has no peer to wait for, neither reads nor
 //                writes it)
 //   1            CTAs of the current call that have finished (reset by the last one)
+//   2            all-gather: the next copy piece to claim (reset by the last CTA)
+//   3            all-gather: the next GEMM tile to claim (gemm/tile_queue.cuh; reset by the
+//                last CTA)
 //   8 + p        permit[p]: PE p's epoch when it allowed this call's traffic (written by p):
 //                all-gather: p's shard is ready to be read; reduce-scatter: p's output
 //                (or staging) may be written
@@ -42,6 +45,8 @@ constexpr uint64_t kFusedDefaultTimeoutNs = 10ull * 1000 * 1000 * 1000;
 namespace words {
 constexpr int kEpoch = 0;
 constexpr int kFinished = 1;
+constexpr int kClaim = 2;      // the all-gather's next copy piece to hand out (claimed in order)
+constexpr int kTileClaim = 3;  // the GEMM's next tile to hand out (gemm/tile_queue.cuh)
 constexpr int kPermit = 8;
 constexpr int kDone = 72;
 constexpr int kCounter = 136;
@@ -115,6 +120,8 @@ __device__ __forceinline__ bool fused_finish(uint64_t* ws, uint64_t epoch, Last&
   last();
   for (int p = 0; p < kFusedMaxPes; ++p) ws[words::kCounter + p] = 0;
   ws[words::kFinished] = 0;
+  ws[words::kClaim] = 0;
+  ws[words::kTileClaim] = 0;
   __threadfence();
   detail::st_relaxed_gpu(ws + words::kEpoch, epoch);
   return true;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tmashmem/device/gemm/tile_queue.cuh"
 #include "tmashmem/device/mbarrier.cuh"
 
 namespace tmashmem::gemm {
@@ -86,6 +87,7 @@ struct GemmSharedStorage {
   alignas(1024) uint8_t out[Cfg::kConsumers][Cfg::kOutBuffers][Cfg::kOutChunkBytes];
   Mbarrier full[Cfg::kStages];   // the stage's tiles have landed (1 arrival + bytes)
   Mbarrier empty[Cfg::kStages];  // every consumer of the cluster is done with the stage
+  TileQueue tiles;               // claimed tiles (Hooks::kClaimTiles), producer -> consumers
 };
 
 /// Dynamic shared memory to request: the storage plus slack to align its base to 1024.

@@ -36,6 +36,12 @@
 //                    chunks of A with them. `thread` is 0 .. 95; they may synchronise with
 //                    named barrier kProducerWarpsBarrier (96 threads).
 //
+//   kClaimTiles, tile_claims()
+//                    true and a counter in global memory: the CTAs claim tiles in order from
+//                    it (tile_queue.cuh has the contract) instead of taking every clusters-th:
+//                    CTAs that run at different speeds (PEs sharing a GPU) share the tiles by
+//                    progress. Cluster size 1.
+//
 // NoHooks is the plain GEMM: every call compiles away. A hooks object is taken by reference
 // and shared by the CTA's threads; calls come from one thread at a time per role.
 #pragma once
@@ -66,6 +72,8 @@ struct EpilogueSlab {
 };
 
 struct NoHooks {
+  static constexpr bool kClaimTiles = false;
+  __device__ __forceinline__ unsigned long long* tile_claims() const { return nullptr; }
   __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
   __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*row0*/, int /*cluster_row*/,
                                                  int /*col*/, int /*index*/) {}

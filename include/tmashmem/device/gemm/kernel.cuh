@@ -51,6 +51,7 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
 
   if (threadIdx.x == 0) {
     pipeline_init<Cfg>(s);
+    if constexpr (Hooks::kClaimTiles) tile_queue_init<Cfg::kConsumers>(s.tiles);
     detail::tensormap_prefetch(a_map);
     detail::tensormap_prefetch(b_map);
     detail::tensormap_prefetch(c_map);
@@ -76,7 +77,10 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
     PipelineState<Cfg::kStages> st;
     Accumulators<Cfg> acc;
     uint32_t out_slot = 0;
-    for (int t = cluster_id; t < sched.tiles(); t += clusters) {
+    TileQueueState queue;
+    for (int t = cluster_id;; t += clusters) {
+      if constexpr (Hooks::kClaimTiles) t = tile_queue_take(s.tiles, queue, stage_wait);
+      if (t >= sched.tiles()) break;
       const TileCoordMN tc = sched.coord(t);
       const TileRowInBatch tr =
           tile_row_in_batch<Cfg::kBlockM, Cfg::kClusterM>(args, tc.cluster_row, rank);

@@ -1,0 +1,78 @@
+// Tiles claimed in order: the persistent schedule for kernels whose CTAs may not all be
+// resident at once.
+//
+// The static schedule (scheduler.cuh) gives cluster c the tiles c, c + clusters, ... : the
+// kernel ends with its slowest CTA's last tile. PEs sharing one GPU do not give their CTAs
+// one speed: traced on an H100 at 4 PEs (docs/fused.md, "Tiles claimed in order"), a fused
+// all-gather GEMM's 33 CTAs started within 0.3 us of each other and ended between 7.4 and
+// 9.3 ms, against 4.5 ms for the GEMM alone; with claims they ended within 0.1 ms, at 4.8.
+// With claims, the producer thread of each CTA takes the next step of the order from a
+// counter in global memory when it is ready to load a tile, and hands it to the CTA's consumer
+// warpgroups through a two-slot queue in shared memory. Every CTA walks the same order; a
+// step >= tiles ends a CTA's walk. A CTA that falls behind takes fewer tiles, and one that
+// starts late holds none back.
+//
+// Contract: cluster size 1 (a cluster's CTAs would have to agree on a claim); the counter is
+// 0 when the kernel starts and the caller resets it after every CTA's last claim (each CTA
+// claims once past the last tile, so it ends at tiles + the grid's CTAs).
+#pragma once
+
+#include <cstdint>
+
+#include "tmashmem/device/mbarrier.cuh"
+
+namespace tmashmem::gemm {
+
+/// Shared memory of the queue between the producer thread and the consumer warpgroups.
+struct TileQueue {
+  Mbarrier full[2];   // 1 arrival: the producer wrote step[slot]
+  Mbarrier empty[2];  // every consumer thread read step[slot] (Consumers * 128 arrivals)
+  int step[2];
+};
+
+/// One thread, before the block barrier that precedes any use.
+template <int Consumers>
+__device__ __forceinline__ void tile_queue_init(TileQueue& q) {
+  for (int i = 0; i < 2; ++i) {
+    q.full[i].init(1);
+    q.empty[i].init(Consumers * 128);
+  }
+}
+
+/// The position of one side in the queue: the i-th hand-over uses slot i % 2 at phase
+/// (i / 2) % 2. Both sides start at 0 and advance once per step.
+struct TileQueueState {
+  uint32_t slot = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    slot ^= 1u;
+    if (slot == 0) phase ^= 1u;
+  }
+};
+
+/// The producer thread: claims the next step of the order (relaxed: the counter orders claims,
+/// nothing else) and hands it over once the consumers have read the slot's previous step
+/// (a fresh barrier's previous phase counts as complete). The arrival releases the store of
+/// `step` at CTA scope; the consumers' wait acquires it.
+template <class Wait>
+__device__ __forceinline__ int tile_queue_claim(TileQueue& q, TileQueueState& st,
+                                                unsigned long long* counter, Wait&& wait) {
+  wait(q.empty[st.slot], st.phase ^ 1u);
+  const int step = static_cast<int>(atomicAdd(counter, 1ull));
+  q.step[st.slot] = step;
+  q.full[st.slot].arrive();
+  st.advance();
+  return step;
+}
+
+/// Every consumer thread: the next step the producer claimed.
+template <class Wait>
+__device__ __forceinline__ int tile_queue_take(TileQueue& q, TileQueueState& st, Wait&& wait) {
+  wait(q.full[st.slot], st.phase);
+  const int step = q.step[st.slot];
+  q.empty[st.slot].arrive();
+  st.advance();
+  return step;
+}
+
+}  // namespace tmashmem::gemm
