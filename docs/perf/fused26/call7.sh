@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Twenty-sixth session: tiles and copy pieces claimed in order. Release builds, each with
-# docs/perf/fused25/spare_env_default1.patch (FUSED_SPARE_SMS): T = main at 9a0c872,
-# Q = 5a1a1f2 (its fused PTX byte-identical to the build that ran), TR and QR the same with
-# trace.patch (for TR the same hunks on 9a0c872) and -DTMASHMEM_FUSED_TRACE (the benchmark
-# only). First Q's tests (fused at 1, 2, 4 PEs, reduce-scatter at 1 and 4, GEMM, example);
-# then traced benchmarks (per round and PE
-# the CTAs' first/last start and end; trace_table.py) of T and Q with 33, 32 and 31 CTAs a PE
-# at 4 PEs; then T and Q untraced, one after another, two passes. Run with CALL7_SHORT=1.
+# Twenty-sixth session: tiles and copy pieces claimed in order. Release builds: T = main at
+# 9a0c872; Q = 5a1a1f2 (its fused PTX byte-identical to the build that ran) with
+# docs/perf/fused25/spare_env_default1.patch (FUSED_SPARE_SMS); TR and QR: T and Q with that
+# patch, trace.patch (for TR the same hunks on 9a0c872) and -DTMASHMEM_FUSED_TRACE (the
+# benchmark only). First Q's tests (fused at 1, 2, 4 PEs, reduce-scatter at 1 and 4, GEMM,
+# example); then traced benchmarks (per round and PE the CTAs' first/last start and end;
+# trace_table.py) of T and Q with 33, 32 and 31 CTAs a PE at 4 PEs; then T and Q untraced,
+# one after another, two passes. Run with CALL7_SHORT=1.
 #   bash docs/perf/fused26/call7.sh build-f26t build-f26q build-f26tr build-f26qr
 set -u
 T=$(cd "$1" && pwd); Q=$(cd "$2" && pwd); TR=$(cd "$3" && pwd); QR=$(cd "$4" && pwd)
