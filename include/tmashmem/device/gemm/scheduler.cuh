@@ -1,7 +1,8 @@
 // Persistent tile scheduler with grouped rasterisation.
 //
 // The output is cut into cluster tiles of (kBlockM * kClusterM) x kBlockN. Cluster c of the
-// persistent grid takes linear tiles c, c + clusters, c + 2 * clusters, ... Linear order
+// persistent grid takes linear tiles c, c + clusters, c + 2 * clusters, ... (or claims them
+// in order: tile_queue.cuh). Linear order
 // walks `group_rows` cluster rows together down each tile column before moving to the next
 // column, so the CTAs running at one time share A rows and B columns in L2. The order
 // starts at cluster row `row_rotation` and wraps around (a fused all-gather GEMM starts with
