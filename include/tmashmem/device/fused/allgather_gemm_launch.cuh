@@ -73,7 +73,9 @@ struct AllgatherGemmPlan {
 /// free"): with the whole share (33 of 132 SMs) the all-gather GEMM ran at about half the
 /// GEMM's rate, with one SM less at 0.85-0.94 of it, and every fused row of the benchmark
 /// gained or held at 2 and 4 PEs. Why, and why two SMs less measured slow again, is not
-/// established; on a shape whose tiles divide by 33 the reduce-scatter lost 0-6%.
+/// established; on a shape whose tiles divide by 33 the reduce-scatter lost 0-6%. Since the
+/// all-gather claims its tiles (gemm/tile_queue.cuh) it no longer halves with the whole share;
+/// the reduce-scatter, on the static stride, still does (docs/fused.md).
 inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
   if ((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0 && ctx.n_pes > 1)
     return std::max(2, sms / ctx.n_pes - 1);

@@ -79,6 +79,8 @@ __device__ __forceinline__ void gemm_cta(GemmSharedStorage<Cfg>& s, const CUtens
     uint32_t out_slot = 0;
     TileQueueState queue;
     for (int t = cluster_id;; t += clusters) {
+      // With claims the producer's step replaces the stride's (in this form the plain GEMM
+      // compiles to the same PTX as before claims existed).
       if constexpr (Hooks::kClaimTiles) t = tile_queue_take(s.tiles, queue, stage_wait);
       if (t >= sched.tiles()) break;
       const TileCoordMN tc = sched.coord(t);

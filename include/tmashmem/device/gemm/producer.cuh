@@ -18,11 +18,6 @@
 
 namespace tmashmem::gemm {
 
-/// Called by exactly one thread. `a_map`: box {64, 128, 1} over A [batches][m][K];
-/// `b_map`: box {64, kBSliceRows} over B [N, K] (BMajor::k) or box {64, 64} over B [K, N]
-/// (BMajor::n); all 128-byte swizzled. `hooks`:
-/// before_a_loads(batch, row0, cluster_row, col, index) runs once per tile before its first load,
-/// and input_map(a_map, batch, &coord) names the map (same box) and block coordinate of its A.
 /// One tile: every k-block of A and of this CTA's share of B into the stage ring.
 template <class Cfg, class Hooks>
 __device__ __forceinline__ void produce_tile(GemmSharedStorage<Cfg>& s,

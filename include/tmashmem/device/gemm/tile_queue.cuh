@@ -2,16 +2,17 @@
 //
 // The static schedule (scheduler.cuh) gives cluster c the tiles c, c + clusters, ... whatever
 // the CTAs' progress. On a GPU shared by PEs that measured badly: traced on an H100 at 4 PEs
-// (docs/fused.md, "Tiles claimed in order"), a fused all-gather GEMM's 33 CTAs started within
-// 0.3 us of each other and ended between 7.4 and 9.3 ms, against 4.5 ms for the GEMM alone;
-// with claims they ended between 4.7 and 4.8 ms. Why the static walk slows every CTA there is
-// not established; with claims the tiles in flight are always neighbours in the order.
+// (docs/fused.md, "Tiles and copy pieces claimed in order"), the fused all-gather GEMM's CTAs
+// (33 a PE) started within 24 us of each other and ended between 7.3 and 9.2 ms, against
+// 4.5 ms for the GEMM alone; with claims they ended between 4.7 and 4.8 ms. Why the static
+// walk slows every CTA there is not established; with claims the tiles in flight are always
+// neighbours in the order.
 //
-// The producer thread of each CTA takes the next step of the order from a
-// counter in global memory when it is ready to load a tile, and hands it to the CTA's consumer
-// warpgroups through a two-slot queue in shared memory. Every CTA walks the same order; a
-// step >= tiles ends a CTA's walk. A CTA that falls behind takes fewer tiles, and one that
-// starts late holds none back.
+// The producer thread of each CTA takes the next step of the order from a counter in global
+// memory when it is ready to load a tile, and hands it to the CTA's consumer warpgroups through
+// a two-slot queue in shared memory. Every CTA walks the same order; a step >= tiles ends a
+// CTA's walk. A CTA that falls behind takes fewer tiles, and one that starts late holds none
+// back.
 //
 // Contract: cluster size 1 (a cluster's CTAs would have to agree on a claim); the counter is
 // 0 when the kernel starts and the caller resets it after every CTA's last claim (each CTA
