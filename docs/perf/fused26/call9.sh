@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Twenty-sixth session, call 9: the reduce-scatter's tiles claimed in order too, and the tile
 # counter reset by each launch's last claim instead of by fused_finish (rs_claims.patch on
-# b965949; build R). Q: b965949 (+ spare_env_default1.patch, default as main). R's tests
+# 987860a; build R). Q: 987860a (+ spare_env_default1.patch, default as main). R's tests
 # (reduce-scatter at 1, 2, 4 PEs, fused all-gather at 1 and 4, both examples), then the
 # benchmark's default shapes Q, R, Q, R at 4 PEs and R, Q at 2.
 #   bash docs/perf/fused26/call9.sh build-f26q build-f26r
