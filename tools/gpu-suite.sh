@@ -25,9 +25,8 @@ FILTER=${2:-}
 RESULTS=${RESULTS:-$ROOT/results}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 mkdir -p "$RESULTS"
-# Multicast stays off, in this process and every child (docs/design.md, decision 7).
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+# Multicast stays off, in this process and every child.
+source "$ROOT/tools/gpu-env.sh"
 NVSHMEM_HOME=${TMASHMEM_NVSHMEM_HOME:-$(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nvshmem 2>/dev/null | head -1)}
 summary=()
 # SUITE_DEADLINE_S: the whole script's wall-clock budget (a device call's limit); each

@@ -27,7 +27,7 @@ else
   mps_start
   trap mps_stop EXIT
 fi
+source "$ROOT/tools/gpu-env.sh"
 # shellcheck disable=SC2086
-mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
-  -x TMASHMEM_MULTICAST=off -x NCCL_NVLS_ENABLE=0 -x NVSHMEM_DISABLE_NVLS=1 \
-  -x TORCH_SYMM_MEM_DISABLE_MULTICAST=1 -x LD_LIBRARY_PATH "$EXAMPLE_BIN" ${EXAMPLE_ARGS:-}
+mpirun --oversubscribe --bind-to none -np "$np" $TMASHMEM_MPI_ENV -x LD_LIBRARY_PATH \
+  "$EXAMPLE_BIN" ${EXAMPLE_ARGS:-}

@@ -17,7 +17,7 @@ cmake --build "$BUILD_DIR" -j "$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:abort_on_error=0
 export LSAN_OPTIONS=suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$ROOT/tools/gpu-env.sh"
 cd "$BUILD_DIR"
 echo "run-sanitizers: CPU tests under ASan + UBSan"
 ctest --output-on-failure -LE gpu -E '^install_consumer$' -j "${CTEST_JOBS:-2}"

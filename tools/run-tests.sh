@@ -7,8 +7,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 export BUILD_DIR
 bash "$ROOT/tools/setup.sh"
-# Multicast stays off wherever these tests run (docs/design.md, decision 7).
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# Multicast stays off wherever these tests run.
+source "$ROOT/tools/gpu-env.sh"
 cd "$BUILD_DIR"
 if gpus=$(bash "$ROOT/tools/has-gpu.sh"); then
   echo "run-tests: $gpus GPU(s) found: running CPU and GPU tests (under MPS: tools/mps.sh)"

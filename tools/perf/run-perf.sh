@@ -16,10 +16,8 @@ RESULTS=${2:?usage: run-perf.sh BUILD_DIR RESULTS_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-# Multicast stays off here and in every child (docs/design.md, decision 7).
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# Multicast stays off here and in every child.
+source "$HERE/../gpu-env.sh"
 # NVSHMEM: heap for the largest test; full multi-PE-per-GPU mode under MPS (its synchronising device
 # calls need it); no NCCL inside NVSHMEM.
 export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-3G}

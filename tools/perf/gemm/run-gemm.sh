@@ -9,8 +9,7 @@ PREBUILT=${1:-prebuilt}
 REPS=${2:-30}
 OUT=${OUT:-$PWD/gemm-out}
 mkdir -p "$OUT"
-export TMASHMEM_MULTICAST=off NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "${BASH_SOURCE[0]}")/../../gpu-env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
 TEST=$PREBUILT/test_gemm
 BENCH=$PREBUILT/tmashmem-gemm-bench
