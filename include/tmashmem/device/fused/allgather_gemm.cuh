@@ -243,8 +243,7 @@ struct RingCopier {
 /// rows wait for their chunk's flag before the first load. With copy_ctas > 0 the idle
 /// producer warps claim and copy pieces.
 struct AllgatherHooks : gemm::NoHooks {
-  // Tiles claimed in order (gemm/tile_queue.cuh); the call's last CTA resets the counter
-  // (fused_finish).
+  // Tiles claimed in order (gemm/tile_queue.cuh).
   static constexpr bool kClaimTiles = true;
   __device__ __forceinline__ unsigned long long* tile_claims() const {
     return reinterpret_cast<unsigned long long*>(args->ws + words::kTileClaim);

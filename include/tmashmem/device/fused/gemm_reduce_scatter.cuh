@@ -96,6 +96,12 @@ using LastTileCfg = gemm::GemmConfig<Cfg::kBlockN, Cfg::kStages, Cfg::kClusterM,
 template <class Cfg, ReduceScatterMode Mode>
 struct ReduceScatterHooks : gemm::NoHooks {
   static constexpr bool kDeterministic = Mode == ReduceScatterMode::deterministic;
+  // Tiles claimed in order (gemm/tile_queue.cuh): the walk keeps this PE's order (and so the
+  // deterministic mode's order of additions); which CTA takes a step follows progress.
+  static constexpr bool kClaimTiles = true;
+  __device__ __forceinline__ unsigned long long* tile_claims() const {
+    return reinterpret_cast<unsigned long long*>(args->ws + words::kTileClaim);
+  }
   const Ctx* ctx;
   const ReduceScatterArgs* args;
   const OwnerMaps* maps;

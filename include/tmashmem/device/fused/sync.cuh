@@ -10,8 +10,8 @@
 //                writes it)
 //   1            CTAs of the current call that have finished (reset by the last one)
 //   2            all-gather: the next copy piece to claim (reset by the last CTA)
-//   3            all-gather: the next GEMM tile to claim (gemm/tile_queue.cuh; reset by the
-//                last CTA)
+//   3            the next GEMM tile to claim (gemm/tile_queue.cuh; the launch's last claim
+//                resets it)
 //   8 + p        permit[p]: PE p's epoch when it allowed this call's traffic (written by p):
 //                all-gather: p's shard is ready to be read; reduce-scatter: p's output
 //                (or staging) may be written
@@ -121,7 +121,6 @@ __device__ __forceinline__ bool fused_finish(uint64_t* ws, uint64_t epoch, Last&
   for (int p = 0; p < kFusedMaxPes; ++p) ws[words::kCounter + p] = 0;
   ws[words::kFinished] = 0;
   ws[words::kClaim] = 0;
-  ws[words::kTileClaim] = 0;
   __threadfence();
   detail::st_relaxed_gpu(ws + words::kEpoch, epoch);
   return true;

@@ -72,7 +72,8 @@ __device__ __forceinline__ void produce(GemmSharedStorage<Cfg>& s, const CUtenso
     static_assert(Cfg::kClusterM == 1, "claimed tiles: cluster size 1");
     TileQueueState q;
     for (;;) {
-      const int t = tile_queue_claim(s.tiles, q, hooks.tile_claims(), stage_wait);
+      const int t =
+          tile_queue_claim(s.tiles, q, hooks.tile_claims(), sched.tiles() + clusters, stage_wait);
       if (t >= sched.tiles()) return;
       produce_tile<Cfg>(s, st, a_map, b_op, args, sched.coord(t), rank, hooks);
     }

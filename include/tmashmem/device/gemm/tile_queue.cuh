@@ -6,7 +6,8 @@
 // (33 a PE) started within 24 us of each other and ended between 7.3 and 9.2 ms, against
 // 4.5 ms for the GEMM alone; with claims they ended between 4.7 and 4.8 ms. Why the static
 // walk slows every CTA there is not established; with claims the tiles in flight are always
-// neighbours in the order.
+// neighbours in the order. The fused reduce-scatter claims too (docs/fused.md, "The
+// reduce-scatter claims its tiles too": 0.82-0.87 -> 1.01-1.03 of the GEMM on 8192^3 there).
 //
 // The producer thread of each CTA takes the next step of the order from a counter in global
 // memory when it is ready to load a tile, and hands it to the CTA's consumer warpgroups through
@@ -15,8 +16,9 @@
 // back.
 //
 // Contract: cluster size 1 (a cluster's CTAs would have to agree on a claim); the counter is
-// 0 when the kernel starts and the caller resets it after every CTA's last claim (each CTA
-// claims once past the last tile, so it ends at tiles + the grid's CTAs).
+// 0 when the kernel starts. Each CTA claims once past the last tile, so a launch makes exactly
+// tiles + CTAs claims; the one that draws the last number knows every other claim is made and
+// sets the counter back to 0 for the next launch (stream order), with no finishing count.
 #pragma once
 
 #include <cstdint>
@@ -55,12 +57,14 @@ struct TileQueueState {
 /// The producer thread: claims the next step of the order (relaxed: the counter orders claims,
 /// nothing else) and hands it over once the consumers have read the slot's previous step
 /// (a fresh barrier's previous phase counts as complete). The arrival releases the store of
-/// `step` at CTA scope; the consumers' wait acquires it.
+/// `step` at CTA scope; the consumers' wait acquires it. `claims`: tiles + the grid's CTAs.
 template <class Wait>
 __device__ __forceinline__ int tile_queue_claim(TileQueue& q, TileQueueState& st,
-                                                unsigned long long* counter, Wait&& wait) {
+                                                unsigned long long* counter, int claims,
+                                                Wait&& wait) {
   wait(q.empty[st.slot], st.phase ^ 1u);
   const int step = static_cast<int>(atomicAdd(counter, 1ull));
+  if (step == claims - 1) atomicExch(counter, 0ull);  // the launch's last claim
   q.step[st.slot] = step;
   q.full[st.slot].arrive();
   st.advance();
