@@ -20,6 +20,7 @@
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/fused/allgather_gemm.cuh"
 #include "tmashmem/device/fused/copier.cuh"
+#include "tmashmem/device/fused/sm_share.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 
 namespace tmashmem::fused {
@@ -66,22 +67,6 @@ struct AllgatherGemmPlan {
   int grid = 0;
 };
 
-/// SMs one PE may fill at once: all of them, or, when the whole job runs on this GPU, an
-/// equal share less one. PEs sharing a GPU run their kernels side by side under MPS, and each
-/// kernel's CTAs wait for each other's copies and for the peers' kernels, so the grid must be
-/// resident at once. Measured at 4 PEs on one H100 (docs/fused.md, "One SM of each share left
-/// free"): with the whole share (33 of 132 SMs) the all-gather GEMM ran at about half the
-/// GEMM's rate, with one SM less at 0.85-0.94 of it, and every fused row of the benchmark
-/// gained or held at 2 and 4 PEs. Why, and why two SMs less measured slow again, is not
-/// established; on a shape whose tiles divide by 33 the reduce-scatter lost 0-6%. Since the
-/// all-gather claims its tiles (gemm/tile_queue.cuh) it no longer halves with the whole share;
-/// the reduce-scatter, on the static stride, still does (docs/fused.md).
-inline int fused_sms_per_pe(const tmashmem_ctx_t& ctx, int sms) {
-  if ((ctx.flags & TMASHMEM_CTX_FLAG_ONE_GPU) != 0 && ctx.n_pes > 1)
-    return std::max(2, sms / ctx.n_pes - 1);
-  return sms;
-}
-
 /// Checks the problem, encodes the maps and sizes the grid. Returns a message or nullptr.
 template <class Cfg>
 const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmProblem& p,
@@ -108,7 +93,8 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   plan->c_map = gp.c_map;
   int sms = 0;
   if (const char* why = gemm::gemm_kernel_setup<Cfg>(allgather_gemm_kernel<Cfg>, &sms)) return why;
-  const int usable = fused_sms_per_pe(ctx, sms);
+  const int tiles = gp.args.cluster_rows * gp.args.tile_cols;
+  const int usable = fused_sms_per_pe(ctx, sms, tiles);
   if (p.comm_ctas < 0 && p.comm_ctas != kAllgatherCommByShape)
     return "allgather_matmul: comm_ctas must be 0, positive or kAllgatherCommByShape";
   const int asked = p.comm_ctas == kAllgatherCommByShape
@@ -118,7 +104,6 @@ const char* allgather_gemm_plan(const tmashmem_ctx_t& ctx, const AllgatherGemmPr
   if (comm + Cfg::kClusterM > usable)
     return "allgather_matmul: comm_ctas leaves no SM for the GEMM (at most the PE's SMs minus one "
            "cluster)";
-  const int tiles = gp.args.cluster_rows * gp.args.tile_cols;
   const int clusters = std::min((usable - comm) / Cfg::kClusterM, tiles);
   AllgatherGemmArgs& a = plan->args;
   a.gemm = gp.args;

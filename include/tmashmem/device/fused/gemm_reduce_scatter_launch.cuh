@@ -14,6 +14,7 @@
 #include "tmashmem/ctx.h"
 #include "tmashmem/device/fused/allgather_gemm_launch.cuh"
 #include "tmashmem/device/fused/gemm_reduce_scatter.cuh"
+#include "tmashmem/device/fused/sm_share.cuh"
 #include "tmashmem/device/gemm/launch.cuh"
 
 namespace tmashmem::fused {
@@ -142,7 +143,7 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
   a.ws = p.workspace;
   a.halves_per_owner = reduce_scatter_halves(ms, p.n);
   a.timeout_ns = p.timeout_ns;
-  plan->grid = std::min(fused_sms_per_pe(ctx, sms), tiles);
+  plan->grid = std::min(fused_sms_per_pe(ctx, sms, tiles), tiles);
   return nullptr;
 }
 
