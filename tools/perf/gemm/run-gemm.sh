@@ -23,7 +23,7 @@ fi
 cuobjdump -sass "$BENCH" > "$OUT/bench.sass" 2>&1
 echo "SASS: HGMMA $(grep -c HGMMA "$OUT/bench.sass"), UTMALDG $(grep -c UTMALDG "$OUT/bench.sass"), UTMASTG $(grep -c UTMASTG "$OUT/bench.sass"), LDL/STL in gemm kernels $(awk '/Function :/{g=/gemm_kernel/} g&&/(LDL|STL)/' "$OUT/bench.sass" | wc -l)"
 gzip -f "$OUT/bench.sass"
-timeout 240 mpiexec --allow-run-as-root --oversubscribe -np 1 "$TEST" 2>&1 | tee "$OUT/test.log"
+timeout 240 mpiexec --oversubscribe -np 1 "$TEST" 2>&1 | tee "$OUT/test.log"
 echo "test exit: ${PIPESTATUS[0]}"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv -lms 250 > "$OUT/clocks.csv" 2>&1 &
 SMI=$!

@@ -115,16 +115,14 @@ __device__ __forceinline__ void allgather_piece_done(const Ctx& ctx, const Allga
                                                      uint64_t epoch, const AllgatherPiece& c) {
   if (c.pe == ctx.my_pe) return;
   if (a.pieces_per_chunk > 1) {
-    unsigned long long* count =
-        reinterpret_cast<unsigned long long*>(a.ws + a.piece_counters + c.chunk);
+    unsigned long long* count = as_counter(a.ws + a.piece_counters + c.chunk);
     __threadfence();  // this piece's writes, before the count that publishes them
     if (atomicAdd(count, 1ull) + 1 != static_cast<unsigned long long>(a.pieces_per_chunk)) return;
     __threadfence();  // every counted piece's writes, before the flag
     *count = 0;       // for the next call (which starts after this kernel)
   }
   detail::st_release_gpu(a.ws + words::kFlags + c.chunk, epoch);
-  const unsigned long long before =
-      atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kCounter + c.pe), 1ull);
+  const unsigned long long before = atomicAdd(as_counter(a.ws + words::kCounter + c.pe), 1ull);
   if (before + 1 == static_cast<unsigned long long>(a.gemm.batch_cluster_rows))
     fused_publish(ctx, a.ws, words::kDone + ctx.my_pe, epoch, c.pe);
 }
@@ -152,9 +150,7 @@ __device__ __forceinline__ void allgather_copy(const Ctx& ctx, const AllgatherGe
   bool first_claim = true;
   for (;;) {
     int j = 0;
-    if (copier.leader())
-      j = static_cast<int>(
-          atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kClaim), 1ull));
+    if (copier.leader()) j = static_cast<int>(atomicAdd(as_counter(a.ws + words::kClaim), 1ull));
     j = copier.claimed(j);
     // The first claim of the call: its copier tells the peers that this PE's shard is ready.
     if (j == 0 && copier.leader()) allgather_permit(ctx, a, epoch);
@@ -246,7 +242,7 @@ struct AllgatherHooks : gemm::NoHooks {
   // Tiles claimed in order (gemm/tile_queue.cuh).
   static constexpr bool kClaimTiles = true;
   __device__ __forceinline__ unsigned long long* tile_claims() const {
-    return reinterpret_cast<unsigned long long*>(args->ws + words::kTileClaim);
+    return as_counter(args->ws + words::kTileClaim);
   }
 
   const Ctx* ctx;

@@ -100,7 +100,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
   // deterministic mode's order of additions); which CTA takes a step follows progress.
   static constexpr bool kClaimTiles = true;
   __device__ __forceinline__ unsigned long long* tile_claims() const {
-    return reinterpret_cast<unsigned long long*>(args->ws + words::kTileClaim);
+    return as_counter(args->ws + words::kTileClaim);
   }
   const Ctx* ctx;
   const ReduceScatterArgs* args;
@@ -315,8 +315,7 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
-      const unsigned long long before =
-          atomicAdd(reinterpret_cast<unsigned long long*>(a.ws + words::kCounter), 1ull);
+      const unsigned long long before = atomicAdd(as_counter(a.ws + words::kCounter), 1ull);
       if (before + 1 == gridDim.x) {  // the whole shard is zero: let every PE add into it
         __threadfence();
         detail::fence_acq_rel_sys();

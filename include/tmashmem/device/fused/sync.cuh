@@ -53,6 +53,11 @@ constexpr int kCounter = 136;
 constexpr int kFlags = 256;
 }  // namespace words
 
+/// A workspace word as the 64-bit integer CUDA's atomics take (counts and claims).
+__device__ __forceinline__ unsigned long long* as_counter(uint64_t* word) {
+  return reinterpret_cast<unsigned long long*>(word);
+}
+
 /// Bytes of a signal workspace with `flags` per-chunk / per-tile flags.
 __host__ __device__ constexpr uint64_t fused_workspace_bytes(uint64_t flags) {
   return (words::kFlags + flags) * sizeof(uint64_t);
@@ -113,8 +118,7 @@ constexpr unsigned kFinishThread = 128;
 template <class Last>
 __device__ __forceinline__ bool fused_finish(uint64_t* ws, uint64_t epoch, Last&& last) {
   __threadfence();
-  const unsigned long long before =
-      atomicAdd(reinterpret_cast<unsigned long long*>(ws + words::kFinished), 1ull);
+  const unsigned long long before = atomicAdd(as_counter(ws + words::kFinished), 1ull);
   if (before + 1 != gridDim.x) return false;
   __threadfence();
   last();

@@ -72,8 +72,7 @@ struct EpilogueSlab {
 };
 
 struct NoHooks {
-  static constexpr bool kClaimTiles = false;
-  __device__ __forceinline__ unsigned long long* tile_claims() const { return nullptr; }
+  static constexpr bool kClaimTiles = false;  // tile_claims() is then never called
   __device__ __forceinline__ void producer_warps(uint32_t /*thread*/) {}
   __device__ __forceinline__ void before_a_loads(int /*batch*/, int /*row0*/, int /*cluster_row*/,
                                                  int /*col*/, int /*index*/) {}
