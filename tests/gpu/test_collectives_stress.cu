@@ -16,6 +16,7 @@
 
 #include "coll_failure.cuh"
 #include "collectives_ref.cuh"
+#include "common/overlapped_launch.cuh"
 #include "gpu_test_util.cuh"
 
 using namespace gpu_test;
@@ -124,17 +125,8 @@ struct Stress {
 
   // The check, launched with programmatic stream serialization.
   bool check_overlapped(cudaStream_t stream, uint64_t round) {
-    cudaLaunchAttribute overlap{};
-    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    overlap.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(8);
-    config.blockDim = dim3(256);
-    config.stream = stream;
-    config.attrs = &overlap;
-    config.numAttrs = 1;
-    return GPU_TEST_CUDA(cudaLaunchKernelEx(
-        &config, check, static_cast<const int32_t*>(sum), count,
+    return GPU_TEST_CUDA(tmashmem_test::launch_overlapped(
+        check, dim3(8), dim3(256), 0, stream, static_cast<const int32_t*>(sum), count,
         static_cast<const uint8_t*>(ag_dst), ag_bytes, static_cast<const uint8_t*>(a2a_dst),
         a2a_bytes, static_cast<const uint64_t*>(base), round, me, n, failure));
   }

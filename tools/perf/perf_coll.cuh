@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/common/overlapped_launch.cuh"
 #include "tools/perf/backend.cuh"
 #include "tools/perf/harness.cuh"
 #if PERF_NCCL_COLL
@@ -84,17 +85,8 @@ __global__ void coll_launch_overlap_kernel() {
 // Launched with the attribute the library's overlapped launch sets (device/driver_launch.h;
 // the library goes through the driver's cuLaunchKernelEx, this through the runtime's).
 inline void launch_overlapped(cudaStream_t s) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(kCollThreads);
-  config.dynamicSmemBytes = kCollSmemBytes;
-  config.stream = s;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  PERF_CUDA(cudaLaunchKernelEx(&config, coll_launch_overlap_kernel));
+  PERF_CUDA(tmashmem_test::launch_overlapped(coll_launch_overlap_kernel, dim3(1),
+                                             dim3(kCollThreads), kCollSmemBytes, s));
 }
 
 #if PERF_TMASHMEM
