@@ -11,6 +11,9 @@
 #   QT = main at 4eb06d5 + Q + ../fused28/trace.patch + the sum load's phases stamped (qt.patch,
 #        built with -DTMASHMEM_FUSED_TRACE; the benchmark only)
 #   FT = F + the same trace (ft.patch on top of q.patch and f.patch; -DTMASHMEM_FUSED_TRACE)
+#   F2 = F + f2.patch: every partial after the first starts its MMAs from the sum before it
+#        (loaded, like the last one's) and stores the running sum: no red.add; differs from F
+#        only at 3 PEs and more
 # Rebuild (about a minute each here): git worktree add --detach W 9e417bf; cd W; git apply
 # docs/perf/fused29/q.patch [f.patch]; cmake -S W -B B -G Ninja -DCMAKE_BUILD_TYPE=Release
 # [-DCMAKE_CUDA_FLAGS=-DTMASHMEM_FUSED_TRACE]; ninja -C B tmashmem-fused-bench test_fused
@@ -19,10 +22,11 @@
 # them; the transfer brings back at most 8 files).
 # The traces: python3 docs/perf/fused28/trace_table.py LOG, and the sumtrace lines (the last
 # partial's sum load: acquire, barrier, loads issued, loaded values arrived; us per half-tile).
-#   bash docs/perf/fused29/call1.sh build-t29m build-t29q build-t29f build-t29qt build-t29ft
+#   bash docs/perf/fused29/call1.sh build-t29m build-t29q build-t29f build-t29qt build-t29ft \
+#     build-t29f2
 set -u
 M=$(cd "$1" && pwd); Q=$(cd "$2" && pwd); F=$(cd "$3" && pwd); QT=$(cd "$4" && pwd)
-FT=$(cd "$5" && pwd)
+FT=$(cd "$5" && pwd); F2=$(cd "$6" && pwd)
 FINAL=${OUT:-$PWD/fused29-out}
 L=/tmp/c1
 mkdir -p "$L" "$FINAL"
@@ -32,10 +36,13 @@ MPI="mpiexec --oversubscribe --bind-to none $TMASHMEM_MPI_ENV -x LD_LIBRARY_PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$L/gpu.txt"
 source tools/mps.sh
 mps_start
-test_run() {  # binary np (F's build: it holds Q too)
-  export LD_LIBRARY_PATH=$F
-  timeout 120 $MPI -np $2 "$F/$1" > "$L/$1.np$2.log" 2>&1
-  echo "$1 np$2 exit $?: $(grep -E 'passed, .* failed' "$L/$1.np$2.log" | tail -1)" |
+test_run() {  # binary np [dir] (default F's build: it holds Q too)
+  local dir=${3:-$F} rc
+  local log=$L/$1.np$2.$(basename "$dir").log
+  export LD_LIBRARY_PATH=$dir
+  timeout 120 $MPI -np $2 "$dir/$1" > "$log" 2>&1
+  rc=$?
+  echo "$1 np$2 $(basename "$dir") exit $rc: $(grep -E 'passed, .* failed' "$log" | tail -1)" |
     tee -a "$L/summary.txt"
   save
 }
@@ -62,6 +69,8 @@ test_run test_reduce_scatter 4
 bench M.np4.1 4 "$M" 20 $RS
 bench Q.np4.1 4 "$Q" 20 $RS
 bench F.np4.1 4 "$F" 20 $RS
+test_run test_reduce_scatter 4 "$F2"
+bench F2.np4.1 4 "$F2" 20 $RS
 bench QT.np4 4 "$QT" 8 $RS
 bench FT.np4 4 "$FT" 8 $RS
 test_run test_fused 4
@@ -87,6 +96,7 @@ for pass in 2 3; do
   bench M.np4.$pass 4 "$M" 20 $RS
   bench Q.np4.$pass 4 "$Q" 20 $RS
   bench F.np4.$pass 4 "$F" 20 $RS
+  bench F2.np4.$pass 4 "$F2" 20 $RS
   bench M.np2.$pass 2 "$M" 20 $RS
   bench Q.np2.$pass 2 "$Q" 20 $RS
   bench F.np2.$pass 2 "$F" 20 $RS
