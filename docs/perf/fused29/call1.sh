@@ -14,19 +14,25 @@
 #   F2 = F + f2.patch: every partial after the first starts its MMAs from the sum before it
 #        (loaded, like the last one's) and stores the running sum: no red.add; differs from F
 #        only at 3 PEs and more
+#   P  = Q + p.patch: fast mode acquires an owner's permit in the epilogue's issuing thread,
+#        before its first TMA add into that owner, instead of in the producer before the tile's
+#        loads (the wait then overlaps the first tile's mainloop)
 # Rebuild (about a minute each here): git worktree add --detach W 9e417bf; cd W; git apply
-# docs/perf/fused29/q.patch [f.patch]; cmake -S W -B B -G Ninja -DCMAKE_BUILD_TYPE=Release
-# [-DCMAKE_CUDA_FLAGS=-DTMASHMEM_FUSED_TRACE]; ninja -C B tmashmem-fused-bench test_fused
-# test_reduce_scatter allgather_gemm gemm_reduce_scatter test_collectives_stress.
+# docs/perf/fused29/q.patch, then f.patch (+ f2.patch or ft.patch) or p.patch; cmake -S W -B B
+# -G Ninja -DCMAKE_BUILD_TYPE=Release [-DCMAKE_CUDA_FLAGS=-DTMASHMEM_FUSED_TRACE]; ninja -C B
+# tmashmem-fused-bench test_fused test_reduce_scatter allgather_gemm gemm_reduce_scatter
+# test_collectives_stress.
+# The seven folders travel packed (about 2 MB; 40 MB unpacked, over the transfer's limit beside
+# the tree): tar cJf build-t29pack/bins.tar.xz build-t29{m,q,f,f2,qt,ft,p}; the device command:
+#   tar xJf build-t29pack/bins.tar.xz && bash docs/perf/fused29/call1.sh build-t29m build-t29q \
+#     build-t29f build-t29qt build-t29ft build-t29f2 build-t29p
 # Most telling first; logs in /tmp/c1, tarred into $OUT after every step (a run cut short keeps
 # them; the transfer brings back at most 8 files).
 # The traces: python3 docs/perf/fused28/trace_table.py LOG, and the sumtrace lines (the last
 # partial's sum load: acquire, barrier, loads issued, loaded values arrived; us per half-tile).
-#   bash docs/perf/fused29/call1.sh build-t29m build-t29q build-t29f build-t29qt build-t29ft \
-#     build-t29f2
 set -u
 M=$(cd "$1" && pwd); Q=$(cd "$2" && pwd); F=$(cd "$3" && pwd); QT=$(cd "$4" && pwd)
-FT=$(cd "$5" && pwd); F2=$(cd "$6" && pwd)
+FT=$(cd "$5" && pwd); F2=$(cd "$6" && pwd); P=$(cd "$7" && pwd)
 FINAL=${OUT:-$PWD/fused29-out}
 L=/tmp/c1
 mkdir -p "$L" "$FINAL"
@@ -71,6 +77,8 @@ bench Q.np4.1 4 "$Q" 20 $RS
 bench F.np4.1 4 "$F" 20 $RS
 test_run test_reduce_scatter 4 "$F2"
 bench F2.np4.1 4 "$F2" 20 $RS
+test_run test_reduce_scatter 4 "$P"
+bench P.np4.1 4 "$P" 20 $RS
 bench QT.np4 4 "$QT" 8 $RS
 bench FT.np4 4 "$FT" 8 $RS
 test_run test_fused 4
@@ -81,6 +89,7 @@ test_run test_fused 2
 bench M.np2.1 2 "$M" 20 $RS
 bench Q.np2.1 2 "$Q" 20 $RS
 bench F.np2.1 2 "$F" 20 $RS
+bench P.np2.1 2 "$P" 20 $RS
 test_run test_reduce_scatter 1
 test_run test_fused 1
 for e in gemm_reduce_scatter allgather_gemm; do
@@ -97,9 +106,11 @@ for pass in 2 3; do
   bench Q.np4.$pass 4 "$Q" 20 $RS
   bench F.np4.$pass 4 "$F" 20 $RS
   bench F2.np4.$pass 4 "$F2" 20 $RS
+  bench P.np4.$pass 4 "$P" 20 $RS
   bench M.np2.$pass 2 "$M" 20 $RS
   bench Q.np2.$pass 2 "$Q" 20 $RS
   bench F.np2.$pass 2 "$F" 20 $RS
+  bench P.np2.$pass 2 "$P" 20 $RS
   bench M.np4.ag.$pass 4 "$M" 20 $AG
   bench Q.np4.ag.$pass 4 "$Q" 20 $AG
 done
