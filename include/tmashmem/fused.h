@@ -83,8 +83,9 @@ tmashmem_status_t tmashmem_allgather_matmul_on_stream(const void* a_shard, const
  *   DETERMINISTIC  the PEs' fp32 partial tiles go into a staging tile of the owner (in the
  *                  owner's workspace) one after another in a fixed order (the first stores,
  *                  each next one adds after its predecessor's signal), and the owner rounds
- *                  the fp32 sum once to bf16: bit-identical across runs. Needs
- *                  m/n_pes * n * 4 more workspace bytes.
+ *                  the fp32 sum once to bf16: bit-identical across runs. Needs a 64 x 256
+ *                  fp32 block of workspace per 64-row, 256-column piece of the shard (about
+ *                  m/n_pes * n * 4 bytes; tmashmem_matmul_reduce_scatter_workspace_bytes).
  *
  * COLLECTIVE in stream order, like tmashmem_allgather_matmul_on_stream (same rules: same
  * shapes, same workspace, bounded GPU waits, graph capture). When the stream reaches its next

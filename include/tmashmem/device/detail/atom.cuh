@@ -62,6 +62,15 @@ TMASHMEM_RED_ADD(release, sys, u64, uint64_t, "l")
 TMASHMEM_RED_ADD(release, gpu, u64, uint64_t, "l")
 #undef TMASHMEM_RED_ADD
 
+/// One `red.relaxed.gpu.global.add.v4.f32` (sm_90): four fp32 adds, each rounded to nearest.
+/// p 16-byte aligned.
+__device__ __forceinline__ void red_add_relaxed_gpu_v4_f32(float* p, float x, float y, float z,
+                                                           float w) {
+  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y),
+               "f"(z), "f"(w)
+               : "memory");
+}
+
 __device__ __forceinline__ uint64_t atom_add_acq_rel_gpu(uint64_t* p, uint64_t v) {
   uint64_t old;
   asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");

@@ -60,6 +60,33 @@ __device__ __forceinline__ void ld_relaxed_sys_v2(const uint64_t* p, uint64_t& w
   asm volatile("ld.relaxed.sys.v2.u64 {%0, %1}, [%2];" : "=l"(w0), "=l"(w1) : "l"(p) : "memory");
 }
 
+// ---- fp32 quads, weak (data ordered by a flag's release / acquire) ---------------
+// The deterministic reduce-scatter's staging: 16 bytes a thread, a warp's 32 quads adjacent.
+
+/// One `st.global.v4.f32`. p 16-byte aligned.
+__device__ __forceinline__ void st_global_v4_f32(float* p, float x, float y, float z, float w) {
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w)
+               : "memory");
+}
+/// One `ld.global.cg.v4.f32` if `pred` (cached in L2 only: the data's writers are other SMs),
+/// else {0, 0, 0, 0} and p is not read: predicated, not branched, so that every path defines the
+/// registers the same way (wgmma accumulators defined on one branch only make ptxas serialise
+/// the MMAs: C7515). p 16-byte aligned. Order them after an acquire with a barrier.
+__device__ __forceinline__ void ld_cg_v4_f32_if(const float* p, bool pred, float& x, float& y,
+                                                float& z, float& w) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\t"
+      "setp.ne.u32 q, %5, 0;\n\t"
+      "mov.b32 %0, 0;\n\t"
+      "mov.b32 %1, 0;\n\t"
+      "mov.b32 %2, 0;\n\t"
+      "mov.b32 %3, 0;\n\t"
+      "@q ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n\t}"
+      : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
+      : "l"(p), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+
 #undef TMASHMEM_LD
 #undef TMASHMEM_ST
 

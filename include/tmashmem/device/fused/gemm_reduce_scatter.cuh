@@ -11,11 +11,12 @@
 //                  (TMA reduce-add on the owner's tensor map, bf16). Every PE adds into every
 //                  shard, in an order that depends on timing: the sums are not bit-for-bit
 //                  reproducible (bf16 rounding after each add). One PE stores its tiles.
-//   deterministic  each owner's staging tile (fp32 [m_shard][N] in its workspace) receives the
-//                  PEs' fp32 partial tiles one after another in a fixed order, the order in
-//                  which their walks reach the tile (reduce_scatter_order.cuh: the PEs walk one
-//                  tile order, each a segment of T / n_pes tiles after the next): the first
-//                  stores, each next one waits for its predecessor's flag and TMA-adds, the last
+//   deterministic  each owner's staging (fp32, in its workspace, in the accumulators' layout:
+//                  reduce_scatter_staging.cuh) receives the PEs' fp32 partial tiles one after
+//                  another in a fixed order, the order in which their walks reach the tile
+//                  (reduce_scatter_order.cuh: the PEs walk one tile order, each a segment of
+//                  T / n_pes tiles after the next): the first stores, each next one waits for
+//                  its predecessor's flag and adds (red.add from its registers), the last
 //                  waits before its mainloop, starts its MMAs from the sum and stores the result
 //                  as bf16 into the owner's c_shard: bit-identical across runs (the same fp32
 //                  additions in the same order, one rounding to bf16). Where an owner's rows
@@ -29,11 +30,11 @@
 // writes into the owner). When every CTA is done (its writes complete), the last one sends done = e
 // to every PE and waits until every PE has sent done = e here (the shard is complete), then bumps
 // the epoch. Deterministic: the flag of a half-tile, in the workspace of the PE at position k,
-// counts the partials in: (e - 1) * n_pes + k once the k before it are. A writer raises it when
-// its stores are complete, which its epilogue thread checks a few k-blocks into its next tile
-// (mid_mainloop: the stores complete behind those MMAs, and the stages of those k-blocks come
-// without the other warpgroup), at its next epilogue if the tile is shorter, before it blocks
-// on anything itself, and at its end. Every wait points to a tile an earlier step of a walk
+// counts the partials in: (e - 1) * n_pes + k once the k before it are. A writer's epilogue
+// thread raises it a few k-blocks into its next tile (mid_mainloop: the release waits for the
+// writes, which complete behind those MMAs; the stages of those k-blocks come without the other
+// warpgroup), at its next epilogue if the tile is shorter, before it blocks on anything itself,
+// and at its end. Every wait points to a tile an earlier step of a walk
 // reaches, so the waits form no cycle. Every wait is bounded.
 //
 // Co-residency: as for the all-gather GEMM (allgather_gemm.cuh): the grid fits on the SMs
@@ -48,6 +49,7 @@
 #include "tmashmem/device/ctx.cuh"
 #include "tmashmem/device/detail/fence.cuh"
 #include "tmashmem/device/fused/reduce_scatter_order.cuh"
+#include "tmashmem/device/fused/reduce_scatter_staging.cuh"
 #include "tmashmem/device/fused/sync.cuh"
 #include "tmashmem/device/gemm/kernel.cuh"
 
@@ -57,9 +59,10 @@ constexpr int kReduceScatterMaxPes = 8;  // one tensor map per owner in the kern
 
 enum class ReduceScatterMode : int { fast = 0, deterministic = 1 };
 
-/// Per owner PE, rank 3 {N, m_shard, 1}: `map`, where the epilogue writes partials: fast: the
-/// owner's c_shard (bf16); deterministic: the owner's staging (fp32). `shard` (deterministic):
-/// the owner's c_shard (bf16, LastTileCfg's box), where the last of a tile's order writes the sum.
+/// Per owner PE, rank 3 {N, m_shard, 1}: `map` (fast), the owner's c_shard (bf16), where the
+/// epilogue adds; `shard` (deterministic), the owner's c_shard (bf16, LastTileCfg's box), where
+/// the last of a tile's order writes the sum. (The deterministic partials go to the owner's
+/// staging without TMA: reduce_scatter_staging.cuh.)
 struct OwnerMaps {
   CUtensorMap map[kReduceScatterMaxPes];
   CUtensorMap shard[kReduceScatterMaxPes];
@@ -69,7 +72,7 @@ struct ReduceScatterArgs {
   gemm::GemmArgs gemm;     // batches = n_pes, m = m_shard
   __nv_bfloat16* c_shard;  // this PE's [m_shard, N] (ldc), symmetric
   int64_t ldc;
-  float* staging;        // deterministic: this PE's staging [m_shard][N]
+  float* staging;        // deterministic: this PE's staging (reduce_scatter_staging.cuh)
   uint64_t* ws;          // symmetric signal workspace (sync.cuh), zeroed once
   int halves_per_owner;  // deterministic: 64-row half-tiles of one shard
   uint64_t timeout_ns;
@@ -80,10 +83,13 @@ struct ReduceScatterArgs {
 /// waits there for k of them. Each partial's writer raises it in the workspace of the next PE
 /// in the order.
 template <class Cfg>
+__device__ __forceinline__ int rs_half_index(const ReduceScatterArgs& a, int row0, int col0) {
+  return (row0 / 64) * a.gemm.tile_cols + col0 / Cfg::kBlockN;
+}
+template <class Cfg>
 __device__ __forceinline__ int rs_flag_index(const ReduceScatterArgs& a, int owner, int row0,
                                              int col0) {
-  return words::kFlags + owner * a.halves_per_owner + (row0 / 64) * a.gemm.tile_cols +
-         col0 / Cfg::kBlockN;
+  return words::kFlags + owner * a.halves_per_owner + rs_half_index<Cfg>(a, row0, col0);
 }
 
 /// Deterministic: the configuration of the last partial of each tile, which leaves the GEMM as
@@ -131,14 +137,13 @@ struct ReduceScatterHooks : gemm::NoHooks {
     if constexpr (kDeterministic) {
       // The last partial of an own tile starts its MMAs from the sum in this PE's staging
       // (initial_accumulators): pull it into L2 while the consumers finish the previous tile (a
-      // hint: they read it after their acquire). One box of the staging map per output chunk.
+      // hint: they read it after their acquire), each half's block by one bulk prefetch.
       if (batch == ctx->my_pe && ctx->n_pes > 1 && segment_of(index) == batch) {
-        const uint64_t map = reinterpret_cast<uint64_t>(&maps->map[batch]);
-        for (int h = 0; h < Cfg::kBlockM; h += 64)
-          for (int c = 0; c < Cfg::kOutChunks; ++c) {
-            const int32_t coord[3] = {col * Cfg::kBlockN + c * Cfg::kOutChunkCols, row0 + h, 0};
-            detail::tensor_prefetch<3>(map, coord);
-          }
+        for (int h = 0; h < Cfg::kBlockM && row0 + h < args->gemm.m; h += 64)
+          detail::bulk_prefetch_l2(
+              staging_half<Cfg>(args->staging,
+                                rs_half_index<Cfg>(*args, row0 + h, col * Cfg::kBlockN)),
+              static_cast<uint32_t>(kStagingHalfFloats<Cfg> * sizeof(float)));
       }
     } else {
       (void)row0, (void)col, (void)index;
@@ -159,9 +164,10 @@ struct ReduceScatterHooks : gemm::NoHooks {
     return &maps->map[batch];
   }
 
-  // Epilogue thread: raises the flag of the half-tile whose stores are complete.
+  // Epilogue thread: raises the flag of the last half-tile it wrote into a staging (its
+  // warpgroup's writes are ordered before this thread's release by the barrier that followed
+  // them).
   __device__ __forceinline__ void publish_pending() {
-    detail::fence_proxy_async_global();  // the completed async-proxy writes, then the release
     fused_publish(*ctx, args->ws, pending_flag, pending_value, pending_pe);
     pending_pe = -1;
   }
@@ -174,10 +180,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
     const uint64_t want = (epoch - 1) * ctx->n_pes + k;
     if (detail::ld_acquire_sys(flag) < want) {
       // Peers may be waiting for this PE's last half-tile: raise its flag before blocking.
-      if (pending_pe >= 0) {
-        bulk_wait_group<0>();
-        publish_pending();
-      }
+      if (pending_pe >= 0) publish_pending();
       fused_wait_ge(flag, want, a.timeout_ns, "matmul_reduce_scatter", ctx->my_pe,
                     "the previous partial of a tile of owner PE", owner);
     }
@@ -185,9 +188,9 @@ struct ReduceScatterHooks : gemm::NoHooks {
 
   // Deterministic: the last partial of a half-tile (with other PEs) starts its MMAs from the
   // others' sum in the owner's staging, so the tile's sum is complete in registers and leaves
-  // once, as bf16 (epilogue). Every other half-tile starts from zeros written here too:
-  // accumulators written by ordinary instructions on some tiles only make ptxas serialise every
-  // wgmma (C7515).
+  // once, as bf16 (epilogue). Every other half-tile starts from zeros written here too, by the
+  // same predicated instructions: accumulators written by ordinary instructions on some tiles
+  // only, or on two branches, make ptxas serialise every wgmma (C7515).
   template <class Acc>
   __device__ __forceinline__ bool initial_accumulators(Acc& acc, const gemm::EpilogueSlab& e) {
     if constexpr (kDeterministic) {
@@ -200,9 +203,10 @@ struct ReduceScatterHooks : gemm::NoHooks {
         if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
         detail::named_barrier_sync(1 + static_cast<uint32_t>(e.wg), 128);  // after the acquire
       }
-      const float* staging = tmashmem::ptr(*ctx, a.staging, e.batch);
-      gemm::accumulators_load<Cfg>(acc, staging + size_t(e.row0) * a.gemm.n + e.col0, a.gemm.n,
-                                   sum ? a.gemm.m - e.row0 : 0, a.gemm.n - e.col0, e.thread_in_wg);
+      staging_load<Cfg>(acc,
+                        staging_half<Cfg>(tmashmem::ptr(*ctx, a.staging, e.batch),
+                                          rs_half_index<Cfg>(a, e.row0, e.col0)),
+                        sum, e.thread_in_wg);
       return true;
     } else {
       (void)acc, (void)e;
@@ -211,9 +215,10 @@ struct ReduceScatterHooks : gemm::NoHooks {
   }
 
   // fast, one PE: the shard's only partial is stored (nothing was zeroed to add into).
-  // Deterministic: the first partial of a half-tile is stored into the owner's staging (the
-  // engine's epilogue); every later one waits for its predecessor's and TMA-adds; the last
-  // (initial_accumulators: the whole sum) is stored as bf16 into the owner's c_shard.
+  // Deterministic: the first partial of a half-tile is stored into the owner's staging; every
+  // later one waits for its predecessor's flag and adds; the last (initial_accumulators: the
+  // whole sum) is stored as bf16 into the owner's c_shard. A partial's flag is raised later
+  // (publish_pending), after the warpgroup's barrier here.
   template <class Storage, class Acc>
   __device__ __forceinline__ bool epilogue(Storage& s, const Acc& acc, const gemm::EpilogueSlab& e,
                                            uint32_t& slot) {
@@ -224,7 +229,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
       return true;
     } else {
       const ReduceScatterArgs& a = *args;
-      if (e.row0 >= a.gemm.m) return false;  // wholly past the shard: nothing is stored
+      if (e.row0 >= a.gemm.m) return true;  // wholly past the shard: nothing is stored
       if (tile_k == ctx->n_pes - 1) {
         // The permit's and the predecessor's acquires, then this thread's TMA writes.
         if (e.thread_in_wg == 0) detail::fence_proxy_async_global();
@@ -232,13 +237,17 @@ struct ReduceScatterHooks : gemm::NoHooks {
             s, acc, &maps->shard[e.batch], 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
         return true;
       }
-      if (tile_k == 0) return false;
-      if (e.thread_in_wg == 0) {
-        wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
-        detail::fence_proxy_async_global();  // the acquire, then this thread's TMA adds
+      const uint32_t barrier_id = 1 + static_cast<uint32_t>(e.wg);
+      float* block = staging_half<Cfg>(tmashmem::ptr(*ctx, a.staging, e.batch),
+                                       rs_half_index<Cfg>(a, e.row0, e.col0));
+      if (tile_k == 0) {
+        staging_write<Cfg, StagingOp::store>(block, acc, e.thread_in_wg);
+      } else {
+        if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
+        detail::named_barrier_sync(barrier_id, 128);  // the acquire, then every thread's adds
+        staging_write<Cfg, StagingOp::add>(block, acc, e.thread_in_wg);
       }
-      gemm::epilogue_store<Cfg, gemm::EpilogueOp::reduce_add>(
-          s, acc, &maps->map[e.batch], 0, e.row0, e.col0, e.wg, e.thread_in_wg, slot);
+      detail::named_barrier_sync(barrier_id, 128);  // every thread's writes, then the release
       return true;
     }
   }
@@ -248,16 +257,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
       if (e.row0 >= args->gemm.m) return;  // a half-tile wholly past the shard: nothing stored
       const int n_pes = ctx->n_pes;
       const bool last = tile_k + 1 == n_pes;
-      if (pending_pe >= 0) {  // a tile too short for mid_mainloop
-        // All but this half-tile's stores complete: as many groups as its epilogue committed
-        // (a last partial leaves as bf16, in half as many chunks as an fp32 one).
-        if (last)
-          bulk_wait_group<LastTileCfg<Cfg>::kOutChunks>();
-        else
-          bulk_wait_group<Cfg::kOutChunks>();
-        publish_pending();
-      }
-      if (last) return;  // the sum is final, nobody waits for it
+      if (pending_pe >= 0) publish_pending();  // a tile too short for mid_mainloop
+      if (last) return;                        // the sum is final, nobody waits for it
       pending_pe = rs_source_at(tile_seg, tile_k + 1, n_pes);
       pending_flag = rs_flag_index<Cfg>(*args, e.batch, e.row0, e.col0);
       pending_value = (epoch - 1) * n_pes + tile_k + 1;
@@ -266,20 +267,18 @@ struct ReduceScatterHooks : gemm::NoHooks {
     }
   }
 
-  // The previous half-tile's stores have had gemm::kMidMainloopBlock k-blocks to complete: flag
-  // it now rather than one whole tile later (its successor may be waiting for it).
+  // The previous half-tile's writes have had gemm::kMidMainloopBlock k-blocks to complete (the
+  // release would wait for them): flag it now rather than one whole tile later (its successor
+  // may be waiting for it).
   __device__ __forceinline__ void mid_mainloop(int /*wg*/) {
     if constexpr (kDeterministic) {
-      if (pending_pe >= 0) {
-        bulk_wait_group<0>();
-        publish_pending();
-      }
+      if (pending_pe >= 0) publish_pending();
     }
   }
 
   __device__ __forceinline__ void after_last_tile(int /*wg*/) {
     if constexpr (kDeterministic) {
-      if (pending_pe >= 0) publish_pending();  // the engine waited for every store
+      if (pending_pe >= 0) publish_pending();
     }
   }
 };
@@ -333,7 +332,11 @@ __device__ __forceinline__ void gemm_reduce_scatter_cta(const Ctx& ctx, const CU
   hooks.args = &a;
   hooks.maps = &maps;
   hooks.epoch = epoch;
-  gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, &maps.map[0], a.gemm,
+  // The engine's own output map is never used by the deterministic mode (its hooks store every
+  // half-tile), but it is prefetched: give it a real one.
+  const CUtensorMap* c_map =
+      Mode == ReduceScatterMode::deterministic ? &maps.shard[0] : &maps.map[0];
+  gemm::gemm_cta<Cfg>(gemm::gemm_shared_storage<Cfg>(smem), a_map, b_map, c_map, a.gemm,
                       static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), hooks);
   // The epilogue's TMA writes are complete (gemm_cta waited for them): order them before the
   // generic releases that follow. The barrier also lets a user's kernel reuse the shared memory

@@ -41,7 +41,7 @@ struct ReduceScatterProblem {
 };
 
 /// 64-row half-tiles of one owner's shard (the deterministic mode has a flag per owner and
-/// half-tile).
+/// half-tile, and a 64 x 256 fp32 block of staging per half-tile of its own shard).
 inline int reduce_scatter_halves(int m_shard, int n) {
   return (m_shard + 63) / 64 * ((n + 255) / 256);
 }
@@ -52,13 +52,13 @@ inline uint64_t reduce_scatter_staging_offset(int m_shard, int n, int n_pes) {
   return (fused_workspace_bytes(flags) + 1023) / 1024 * 1024;
 }
 
-/// Workspace bytes: the flags, and for the deterministic mode the staging [m_shard][n] fp32
-/// after them.
+/// Workspace bytes: the flags, and for the deterministic mode the staging after them (one
+/// whole 64 x 256 fp32 block per half-tile: reduce_scatter_staging.cuh).
 inline uint64_t reduce_scatter_workspace_bytes(int m_shard, int n, int n_pes,
                                                ReduceScatterMode mode) {
   if (mode == ReduceScatterMode::fast) return fused_workspace_bytes(0);
   return reduce_scatter_staging_offset(m_shard, n, n_pes) +
-         static_cast<uint64_t>(m_shard) * static_cast<uint64_t>(n) * 4;
+         static_cast<uint64_t>(reduce_scatter_halves(m_shard, n)) * 64 * 256 * sizeof(float);
 }
 
 template <class Cfg, ReduceScatterMode Mode>
@@ -72,6 +72,8 @@ struct ReduceScatterPlan {
 template <class Cfg, ReduceScatterMode Mode>
 const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterProblem& p,
                                 ReduceScatterPlan<Cfg, Mode>* plan) {
+  static_assert(Cfg::kBlockN == 256,
+                "reduce_scatter_halves and the workspace size assume 256-column tiles");
   const int n_pes = ctx.n_pes;
   if (n_pes < 1 || n_pes > kReduceScatterMaxPes)
     return "matmul_reduce_scatter: 1 to 8 PEs (one owner map each in the kernel parameters)";
@@ -113,15 +115,13 @@ const char* reduce_scatter_plan(const tmashmem_ctx_t& ctx, const ReduceScatterPr
         rs_rotation(ctx.my_pe, gp.args.cluster_rows * gp.args.tile_cols, n_pes);
   plan->a_map = gp.a_map;
   plan->b_map = gp.b_map;
-  for (int q = 0; q < n_pes; ++q) {
-    const bool good = Mode == ReduceScatterMode::fast
-                          ? gemm::detail_launch::encode_output<Cfg>(
-                                &plan->maps.map[q], tmashmem::ptr(ctx, p.c_shard, q), ms, p.n,
-                                p.ldc, 1, int64_t(ms) * p.ldc)
-                          : gemm::detail_launch::encode_output<Cfg>(
-                                &plan->maps.map[q], tmashmem::ptr(ctx, staging, q), ms, p.n, p.n, 1,
-                                int64_t(ms) * p.n);
-    if (!good) return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
+  for (int q = 0; q < kReduceScatterMaxPes; ++q) {
+    plan->maps.map[q] = CUtensorMap{};
+    if (!det && q < n_pes &&
+        !gemm::detail_launch::encode_output<Cfg>(&plan->maps.map[q],
+                                                 tmashmem::ptr(ctx, p.c_shard, q), ms, p.n, p.ldc,
+                                                 1, int64_t(ms) * p.ldc))
+      return "matmul_reduce_scatter: cuTensorMapEncodeTiled failed for an owner's map";
   }
   for (int q = 0; q < kReduceScatterMaxPes; ++q) {
     plan->maps.shard[q] = CUtensorMap{};

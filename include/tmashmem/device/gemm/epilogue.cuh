@@ -49,32 +49,6 @@ __device__ __forceinline__ void store_pair(uint8_t* chunk, uint32_t offset, floa
 
 }  // namespace detail_epilogue
 
-/// All 128 threads of consumer warpgroup `wg`, before a tile's mainloop: sets the accumulators
-/// of its slab to the fp32 array whose element (r, c) is base[r * ld + c] for r < rows,
-/// c < cols (0 beyond: those results are clipped), so that the MMAs add the tile to it (mainloop
-/// with `accumulate`). `base` 8-byte aligned, `ld` even. Read through L2 (ld.global.cg): its
-/// writers are other SMs or other PEs, and the caller orders their writes before the call (an
-/// acquire, then a barrier of the warpgroup). No MMA of the warpgroup may be in flight.
-template <class Cfg>
-__device__ __forceinline__ void accumulators_load(Accumulators<Cfg>& acc, const float* base,
-                                                  int64_t ld, int rows, int cols,
-                                                  uint32_t thread_in_wg) {
-  const uint32_t warp = thread_in_wg / 32, lane = thread_in_wg % 32;
-  const int r0 = static_cast<int>(warp * 16 + lane / 4);
-#pragma unroll
-  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
-    const int col = j * 8 + 2 * static_cast<int>(lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      float2 v = make_float2(0.f, 0.f);
-      if (r < rows && col < cols) v = __ldcg(reinterpret_cast<const float2*>(base + r * ld + col));
-      acc[4 * j + 2 * h] = v.x;
-      acc[4 * j + 2 * h + 1] = v.y;
-    }
-  }
-}
-
 /// All 128 threads of consumer warpgroup `wg`, after mainloop(). `row0`, `col0`: the slab's
 /// first element in block `batch` of C. `c_map`: box {kOutChunkCols, 64, 1} over C
 /// [batches][m][N], swizzled with span kOutSwizzleBytes (read by the issuing thread only). `Op`:

@@ -14,18 +14,18 @@
 //                    sends block p to PE p's copy of C).
 //   initial_accumulators
 //                    all 128 threads of a consumer warpgroup, per 64-row half of a tile, before
-//                    its mainloop: returns true if it set the accumulators (accumulators_load;
-//                    the MMAs then add the tile to them), false to start from zero (a
+//                    its mainloop: returns true if it set the accumulators (the MMAs then add
+//                    the tile to them), false to start from zero (a
 //                    deterministic reduce-scatter loads there the other PEs' sum of a half-tile
 //                    whose last partial it computes).
 //   epilogue         all 128 threads of a consumer warpgroup, per 64-row half of a tile:
 //                    returns true if it wrote the slab itself (a deterministic reduce-scatter
 //                    waits there for the previous PE's partial of the half-tile in the owner's
-//                    staging, then TMA-adds its own with epilogue_store's reduce_add), false
-//                    for the engine's store.
+//                    staging, then adds its own from the registers), false for the engine's
+//                    store.
 //   after_tile       the epilogue's issuing thread, after the last store of its 64-row half
-//                    of a tile has been committed (a deterministic reduce-scatter signals the
-//                    owner there once the stores are complete).
+//                    of a tile has been issued (a deterministic reduce-scatter notes there the
+//                    flag it raises later).
 //   after_last_tile  the epilogue's issuing thread, once every store it issued is complete.
 //   mid_mainloop     the epilogue's issuing thread, during a tile's mainloop once
 //                    kMidMainloopBlock<Cfg> k-blocks of MMAs are issued (a tile with fewer has no

@@ -16,7 +16,7 @@ using Accumulators = float[Cfg::kBlockN / 2];
 
 /// All 128 threads of consumer warpgroup `wg` (0 or 1: rows wg * 64 .. + 63 of the tile).
 /// k_blocks >= 1. The first MMA overwrites `acc`, or with `accumulate` adds to it (a fused
-/// kernel's accumulators_load, before the first wgmma fence: an ordinary write of the
+/// kernel's initial_accumulators hook, before the first wgmma fence: an ordinary write of the
 /// accumulators between the fence and the MMAs would make ptxas serialise them).
 /// `hooks.mid_mainloop(wg)` runs on thread 0 once kMidMainloopBlock<Cfg> k-blocks are in flight,
 /// if the tile has more. On return every MMA has retired.

@@ -30,7 +30,7 @@ namespace tmashmem::gemm {
 /// Shared memory of the queue between the producer thread and the consumer warpgroups.
 struct TileQueue {
   Mbarrier full[2];   // 1 arrival: the producer wrote step[slot]
-  Mbarrier empty[2];  // every consumer thread read step[slot] (Consumers * 128 arrivals)
+  Mbarrier empty[2];  // every consumer warp read step[slot] (Consumers * 4 arrivals)
   int step[2];
 };
 
@@ -39,7 +39,7 @@ template <int Consumers>
 __device__ __forceinline__ void tile_queue_init(TileQueue& q) {
   for (int i = 0; i < 2; ++i) {
     q.full[i].init(1);
-    q.empty[i].init(Consumers * 128);
+    q.empty[i].init(Consumers * 4);
   }
 }
 
@@ -71,14 +71,21 @@ __device__ __forceinline__ int tile_queue_claim(TileQueue& q, TileQueueState& st
   return step;
 }
 
-/// Every consumer thread: the next step the producer claimed.
+/// Every consumer thread (all 32 lanes of each warp call it): the next step the producer
+/// claimed. Lane 0 of each warp waits, reads and arrives, one arrival a warp; the others get the
+/// step by shuffle. Only the step crosses the queue: the data of a tile is ordered by the stage
+/// barriers. (With every thread waiting and arriving the fused kernels measured the same,
+/// docs/fused.md "The staging in the accumulators' layout".)
 template <class Wait>
 __device__ __forceinline__ int tile_queue_take(TileQueue& q, TileQueueState& st, Wait&& wait) {
-  wait(q.full[st.slot], st.phase);
-  const int step = q.step[st.slot];
-  q.empty[st.slot].arrive();
+  int step = 0;
+  if ((threadIdx.x & 31u) == 0) {
+    wait(q.full[st.slot], st.phase);
+    step = q.step[st.slot];
+    q.empty[st.slot].arrive();
+  }
   st.advance();
-  return step;
+  return __shfl_sync(0xffffffffu, step, 0);
 }
 
 }  // namespace tmashmem::gemm
