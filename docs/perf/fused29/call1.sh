@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Twenty-ninth session, call 1 (prepared; no device machine was lent in that session). Builds,
+# Twenty-ninth session, call 1 (prepared while no device machine was lent; run later that
+# session). Builds,
 # each Release, binaries and libtmashmem.so.0 copied flat into an ignored build-XXX/ folder:
 #   M  = main at 4eb06d5 (9e417bf changed tests and tools only)
 #   Q  = M + q.patch: the tile queue taken by one lane a warp (lane 0 waits, reads the step and
