@@ -122,6 +122,12 @@ struct ReduceScatterHooks : gemm::NoHooks {
   int tile_seg = 0;
   int tile_k = 0;
 
+  // Deterministic: the staging block of owner `owner`'s half-tile at (row0, col0).
+  __device__ __forceinline__ float* staging_block(int owner, int row0, int col0) const {
+    return staging_half<Cfg>(tmashmem::ptr(*ctx, args->staging, owner),
+                             rs_half_index<Cfg>(*args, row0, col0));
+  }
+
   // Deterministic: the segment of the tile at `index` of the order (its last partial is that
   // PE's).
   __device__ __forceinline__ int segment_of(int index) const {
@@ -140,10 +146,8 @@ struct ReduceScatterHooks : gemm::NoHooks {
       // hint: they read it after their acquire), each half's block by one bulk prefetch.
       if (batch == ctx->my_pe && ctx->n_pes > 1 && segment_of(index) == batch) {
         for (int h = 0; h < Cfg::kBlockM && row0 + h < args->gemm.m; h += 64)
-          detail::bulk_prefetch_l2(
-              staging_half<Cfg>(args->staging,
-                                rs_half_index<Cfg>(*args, row0 + h, col * Cfg::kBlockN)),
-              static_cast<uint32_t>(kStagingHalfFloats<Cfg> * sizeof(float)));
+          detail::bulk_prefetch_l2(staging_block(batch, row0 + h, col * Cfg::kBlockN),
+                                   static_cast<uint32_t>(kStagingHalfFloats<Cfg> * sizeof(float)));
       }
     } else {
       (void)row0, (void)col, (void)index;
@@ -203,10 +207,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
         if (e.thread_in_wg == 0) wait_for_predecessor(e.batch, e.row0, e.col0, tile_k);
         detail::named_barrier_sync(1 + static_cast<uint32_t>(e.wg), 128);  // after the acquire
       }
-      staging_load<Cfg>(acc,
-                        staging_half<Cfg>(tmashmem::ptr(*ctx, a.staging, e.batch),
-                                          rs_half_index<Cfg>(a, e.row0, e.col0)),
-                        sum, e.thread_in_wg);
+      staging_load<Cfg>(acc, staging_block(e.batch, e.row0, e.col0), sum, e.thread_in_wg);
       return true;
     } else {
       (void)acc, (void)e;
@@ -238,8 +239,7 @@ struct ReduceScatterHooks : gemm::NoHooks {
         return true;
       }
       const uint32_t barrier_id = 1 + static_cast<uint32_t>(e.wg);
-      float* block = staging_half<Cfg>(tmashmem::ptr(*ctx, a.staging, e.batch),
-                                       rs_half_index<Cfg>(a, e.row0, e.col0));
+      float* block = staging_block(e.batch, e.row0, e.col0);
       if (tile_k == 0) {
         staging_write<Cfg, StagingOp::store>(block, acc, e.thread_in_wg);
       } else {

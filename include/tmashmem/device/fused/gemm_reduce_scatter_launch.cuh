@@ -58,7 +58,8 @@ inline uint64_t reduce_scatter_workspace_bytes(int m_shard, int n, int n_pes,
                                                ReduceScatterMode mode) {
   if (mode == ReduceScatterMode::fast) return fused_workspace_bytes(0);
   return reduce_scatter_staging_offset(m_shard, n, n_pes) +
-         static_cast<uint64_t>(reduce_scatter_halves(m_shard, n)) * 64 * 256 * sizeof(float);
+         static_cast<uint64_t>(reduce_scatter_halves(m_shard, n)) *
+             kStagingHalfFloats<ReduceScatterDeterministicCfg> * sizeof(float);
 }
 
 template <class Cfg, ReduceScatterMode Mode>
